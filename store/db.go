@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
+)
+
+// ErrNotFound is returned (wrapped) when a record does not exist. It is
+// agentcore.ErrNotFound, so callers may test either with errors.Is.
+var ErrNotFound = agentcore.ErrNotFound
+
+var _ agentcore.Store = (*DB)(nil)
+
+const (
+	// busyTimeoutMS is how long sqlite itself waits for another
+	// connection's lock before returning SQLITE_BUSY.
+	busyTimeoutMS = 5000
+	// readConns bounds the read pool.
+	readConns = 4
+	// writeAttempts bounds the retries of a write transaction that still
+	// got SQLITE_BUSY after busy_timeout (possible across processes, e.g.
+	// while another process checkpoints or recovers the WAL).
+	writeAttempts = 5
+)
+
+// DB is a switchboard database in one sqlite file. It implements
+// agentcore.Store. Create it with Open; it is safe for concurrent use.
+type DB struct {
+	path string
+	w    *sql.DB // one connection: the only writer of this handle
+	r    *sql.DB // query_only read pool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating it and its parent directory when missing) the
+// database at path and applies every pending migration. Several processes
+// may open the same file, also a fresh one at the same moment.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if path == "" || path == ":memory:" {
+		return nil, fmt.Errorf("open store: a file path is required, got %q", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: create directory: %w", abs, err)
+	}
+	// Create the file ourselves so that it (and the -wal and -shm files,
+	// which sqlite gives the same mode) is private to the user.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+
+	w, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	r, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
+
+	db := &DB{path: abs, w: w, r: r}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	return db, nil
+}
+
+// dsn builds the connection string. The path goes into a file: URI so that
+// characters such as '?' and '#' in it are escaped, not parsed.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes both connection pools. It may be called more than once.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.closeErr = errors.Join(db.r.Close(), db.w.Close())
+	})
+	return db.closeErr
+}
+
+// write runs fn in one IMMEDIATE transaction on the writer connection and
+// commits it. When the transaction fails with SQLITE_BUSY or SQLITE_LOCKED
+// (another process held the file longer than busy_timeout), the whole
+// transaction is retried a few times with a growing pause; fn must therefore
+// have no effects outside the transaction.
+func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	pause := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := db.writeOnce(ctx, fn)
+		if err == nil || !isBusy(err) || attempt == writeAttempts {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		pause *= 2
+	}
+}
+
+func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// sqliteCode returns the primary sqlite result code of err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+func isBusy(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// isForeignKey reports whether err is a foreign key violation: in this
+// schema that always means the referenced conversation does not exist.
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// nanos stores a time as unix nanoseconds; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos; times come back in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// now is the store's clock: UTC wall time.
+func now() time.Time { return time.Now().UTC() }
+
+// limitArg turns a caller's limit (<= 0: no limit) into sqlite's LIMIT
+// argument (-1: no limit).
+func limitArg(limit int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
+}

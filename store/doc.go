@@ -1,0 +1,27 @@
+// Package store is the sqlite adapter for the storage ports that agentcore
+// declares (agentcore.Store: transcript, runs, tool ledger, approvals,
+// leases). It owns the schema and its embedded, versioned migrations.
+//
+// A *DB holds two connection pools on one database file: a writer limited
+// to a single connection, whose transactions begin IMMEDIATE so that a
+// read-then-write transaction never fails half way with SQLITE_BUSY, and a
+// read pool whose connections are query_only. The file is in WAL mode, so
+// readers never block the writer and see only committed transactions.
+//
+// Concurrency: every method of *DB may be called from any number of
+// goroutines. Writes from one *DB are serialized by its single writer
+// connection; writes from several *DB handles or processes on the same file
+// are serialized by sqlite's file lock (busy_timeout, then a short bounded
+// retry of the whole transaction). Each method is one transaction: Append,
+// for instance, assigns sequence numbers, extends the in-context view, indexes
+// the text for search and bumps the conversation's update time atomically,
+// so concurrent appends to one conversation get unique, contiguous Seq
+// values. No method starts a goroutine that outlives it. Close waits for
+// nothing but the pools and may be called more than once.
+//
+// Invariants enforced here: messages are append-only (triggers in
+// migrations/0001_init.sql refuse UPDATE and DELETE), a view only references
+// messages of its own conversation (ReplaceView), an approval is decided at
+// most once (Decide), and a lease has one owner until it expires
+// (AcquireLease).
+package store

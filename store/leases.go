@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Lease expiry is judged by the clock of the process that asks; the
+// processes sharing a data directory share a machine and so a clock.
+
+// AcquireLease gives owner the right to work the conversation for ttl. It
+// succeeds when nobody holds the lease, when the holder's lease has expired,
+// or when owner already holds it (the lease is then extended). It reports
+// false, without error, when another owner holds a live lease.
+func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, ttl time.Duration) (bool, error) {
+	if owner == "" {
+		return false, fmt.Errorf("acquire lease on conversation %s: empty owner", conversationID)
+	}
+	var ok bool
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		res, err := tx.ExecContext(ctx, `INSERT INTO leases (conversation_id, owner, expires)
+			VALUES (?, ?, ?)
+			ON CONFLICT (conversation_id) DO UPDATE
+			SET owner = excluded.owner, expires = excluded.expires
+			WHERE leases.owner = excluded.owner OR leases.expires <= ?`,
+			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("acquire lease on conversation %s for %s: %w", conversationID, owner, err)
+	}
+	return ok, nil
+}
+
+// RenewLease extends owner's lease by ttl from now. It reports false when
+// owner does not hold the lease (it was released, or taken by another
+// owner after it expired).
+func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl time.Duration) (bool, error) {
+	var ok bool
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE leases SET expires = ? WHERE conversation_id = ? AND owner = ?`,
+			nanos(now().Add(ttl)), conversationID, owner)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("renew lease on conversation %s for %s: %w", conversationID, owner, err)
+	}
+	return ok, nil
+}
+
+// ReleaseLease gives up owner's lease. Releasing a lease owner does not
+// hold is a no-op.
+func (db *DB) ReleaseLease(ctx context.Context, conversationID, owner string) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`DELETE FROM leases WHERE conversation_id = ? AND owner = ?`, conversationID, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release lease on conversation %s for %s: %w", conversationID, owner, err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
+)
+
+// StartRun records the start of a step (one model call). r.ID and
+// r.ConversationID are required; Started defaults to now.
+func (db *DB) StartRun(ctx context.Context, r agentcore.Run) error {
+	if r.ID == "" {
+		return fmt.Errorf("start run in conversation %s: empty run id", r.ConversationID)
+	}
+	if r.Started.IsZero() {
+		r.Started = now()
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs
+			(id, conversation_id, turn_id, step, model, stop_reason, input_tokens, output_tokens,
+			 cached_tokens, usage_reported, error, started, finished)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ConversationID, r.TurnID, r.Step, r.Model, string(r.StopReason),
+			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
+			r.Error, nanos(r.Started), nanos(r.Finished))
+		if isForeignKey(err) {
+			return fmt.Errorf("conversation %s: %w", r.ConversationID, ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// FinishRun records how a step ended: stop reason, usage, error, finish
+// time (default now) and, when set, the model that answered. It returns
+// ErrNotFound for a run that was never started.
+func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
+	if r.Finished.IsZero() {
+		r.Finished = now()
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET
+			model = CASE WHEN ? = '' THEN model ELSE ? END,
+			stop_reason = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?,
+			usage_reported = ?, error = ?, finished = ?
+			WHERE id = ?`,
+			r.Model, r.Model, string(r.StopReason),
+			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
+			r.Error, nanos(r.Finished), r.ID)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// ListRuns returns the conversation's runs in the order they started.
+func (db *DB) ListRuns(ctx context.Context, conversationID string) ([]agentcore.Run, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, conversation_id, turn_id, step, model, stop_reason,
+			input_tokens, output_tokens, cached_tokens, usage_reported, error, started, finished
+		FROM runs WHERE conversation_id = ? ORDER BY started, rowid`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
+	}
+	defer rows.Close()
+	var runs []agentcore.Run
+	for rows.Next() {
+		var r agentcore.Run
+		var stop string
+		var started, finished int64
+		if err := rows.Scan(&r.ID, &r.ConversationID, &r.TurnID, &r.Step, &r.Model, &stop,
+			&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CachedTokens, &r.Usage.Reported,
+			&r.Error, &started, &finished); err != nil {
+			return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
+		}
+		r.StopReason = agentcore.StopReason(stop)
+		r.Started, r.Finished = fromNanos(started), fromNanos(finished)
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
+	}
+	return runs, nil
+}
+
+// MarkToolStarted records that a tool call began executing. Marking the
+// same call again is a no-op.
+func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID string) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tool_started (conversation_id, tool_call_id, started)
+			VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, conversationID, toolCallID, nanos(now()))
+		if isForeignKey(err) {
+			return fmt.Errorf("conversation %s: %w", conversationID, ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mark tool call %s started: %w", toolCallID, err)
+	}
+	return nil
+}
+
+// StartedToolCalls returns the ids of the conversation's tool calls that
+// began executing, as a non-nil set; an unknown conversation has none.
+func (db *DB) StartedToolCalls(ctx context.Context, conversationID string) (map[string]bool, error) {
+	rows, err := db.r.QueryContext(ctx,
+		`SELECT tool_call_id FROM tool_started WHERE conversation_id = ?`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
+	}
+	defer rows.Close()
+	started := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
+		}
+		started[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
+	}
+	return started, nil
+}
+
+// errNoRows maps sql.ErrNoRows to ErrNotFound.
+func errNoRows(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
