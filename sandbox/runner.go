@@ -61,6 +61,9 @@ type Output struct {
 	TimedOut, Cancelled bool
 	// Duration is the wall time from start to the end of the command.
 	Duration time.Duration
+	// PID is the group leader's pid, which is also the process group id
+	// (under bwrap, the pid of bwrap itself); 0 when nothing started.
+	PID int
 }
 
 // Options configure a [Runner].
@@ -196,6 +199,7 @@ func (r *Runner) Run(ctx context.Context, c Cmd) (Output, error) {
 	}
 	child = nil
 	pgid := cmd.Process.Pid
+	out := Output{PID: pgid}
 
 	var record string
 	if r.opts.Registry != nil {
@@ -203,7 +207,7 @@ func (r *Runner) Run(ctx context.Context, c Cmd) (Output, error) {
 		if err != nil {
 			signalGroup(pgid, syscall.SIGKILL)
 			r.reap(cmd)
-			return Output{ExitCode: -1}, fmt.Errorf("run command: %w; not running it unrecorded, check that %s is writable", err, r.opts.Registry.Dir())
+			return Output{ExitCode: -1, PID: pgid}, fmt.Errorf("run command: %w; not running it unrecorded, check that %s is writable", err, r.opts.Registry.Dir())
 		}
 	}
 
@@ -221,7 +225,6 @@ func (r *Runner) Run(ctx context.Context, c Cmd) (Output, error) {
 		})
 	}
 
-	var out Output
 	exited := make(chan error, 1)
 	go func() {
 		_, err := waitLeader(cmd)
