@@ -64,7 +64,7 @@ func probeBwrap(bwrap, shell string) error {
 // directories sorted by depth, so a Writable directory inside a Hidden one
 // is bound back after the tmpfs covers its parent, and a Hidden directory
 // inside a Writable one is covered after the bind. When one path is both,
-// Hidden wins.
+// Hidden wins. Hidden directories end up empty and read-only.
 func bwrapArgs(c Cmd, shell string) ([]string, error) {
 	args := []string{
 		"--ro-bind", "/", "/",
@@ -127,6 +127,13 @@ func bwrapArgs(c Cmd, shell string) ([]string, error) {
 			args = append(args, "--tmpfs", m.path)
 		} else {
 			args = append(args, "--bind", m.path, m.path)
+		}
+	}
+	// The covering tmpfs become read-only only now, after the mount points
+	// of the directories bound back into them were created.
+	for _, m := range mounts {
+		if m.hidden {
+			args = append(args, "--remount-ro", m.path)
 		}
 	}
 	if c.Dir != "" {
