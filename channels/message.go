@@ -1,0 +1,193 @@
+package channels
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxTokenLen is the longest Button.Token in bytes (Telegram's callback_data
+// limit). Tokens are opaque ids looked up by the gateway, never arguments.
+const MaxTokenLen = 64
+
+// Message is a platform-neutral message: an ordered list of typed parts.
+// Chat surfaces render what they can (see RenderMessage); rich surfaces map
+// each part to their own element.
+type Message struct {
+	Parts []Part
+}
+
+// Part is one piece of a Message. The set of parts is closed: Text,
+// Reasoning, ToolActivity, Plan, Buttons, Attachment and Notice.
+type Part interface {
+	part()
+}
+
+// Text is Markdown text, usually from the model.
+type Text struct {
+	Markdown string
+}
+
+// Reasoning is the model's visible thinking, plain text.
+type Reasoning struct {
+	Text string
+}
+
+// Tool activity statuses.
+const (
+	StatusPending = "pending"
+	StatusRunning = "running"
+	StatusDone    = "done"
+	StatusError   = "error"
+	StatusDenied  = "denied"
+)
+
+// ToolActivity is one tool call and how it went.
+type ToolActivity struct {
+	ID string // the tool call id; stable across updates of one call
+	// Title is a one-line Markdown summary, e.g. "Bash `go test ./...`".
+	Title string
+	Kind  string // what the tool does: read, edit, execute, search, fetch, other
+	// Status is one of StatusPending, StatusRunning, StatusDone, StatusError,
+	// StatusDenied.
+	Status string
+	Diff   string // optional unified diff of an edit
+}
+
+// Plan item statuses.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanCompleted  = "completed"
+)
+
+// Plan is the agent's current to-do list.
+type Plan struct {
+	Items []PlanItem
+}
+
+// PlanItem is one entry of a Plan.
+type PlanItem struct {
+	Content  string // plain text
+	Status   string // PlanPending, PlanInProgress or PlanCompleted
+	Priority string // high, medium or low; may be empty
+}
+
+// Button styles.
+const (
+	StyleDefault = ""
+	StylePrimary = "primary"
+	StyleDanger  = "danger"
+)
+
+// Buttons are rows of buttons shown with the message.
+type Buttons struct {
+	Rows [][]Button
+}
+
+// Button is one button. Pressing it yields an Action carrying Token.
+type Button struct {
+	Label string
+	Style string // StyleDefault, StylePrimary or StyleDanger
+	Token string // opaque, 1..MaxTokenLen bytes
+}
+
+// Attachment is a file: one the gateway sends (Path or Data) or one a user
+// sent (the adapter fills Data or Path, within its size limit).
+type Attachment struct {
+	Name    string
+	MIME    string
+	Path    string // a file on the host; used when Data is nil
+	Data    []byte
+	Caption string // plain text
+}
+
+// Notice is a system or status line ("context compacted", "stopped").
+type Notice struct {
+	Text string // plain text
+}
+
+func (Text) part()         {}
+func (Reasoning) part()    {}
+func (ToolActivity) part() {}
+func (Plan) part()         {}
+func (Buttons) part()      {}
+func (Attachment) part()   {}
+func (Notice) part()       {}
+
+// TextMessage returns a message with one Text part.
+func TextMessage(markdown string) Message {
+	return Message{Parts: []Part{Text{Markdown: markdown}}}
+}
+
+// Markdown returns the message's Text parts joined by blank lines.
+func (m Message) Markdown() string {
+	var texts []string
+	for _, p := range m.Parts {
+		if t, ok := p.(Text); ok && t.Markdown != "" {
+			texts = append(texts, t.Markdown)
+		}
+	}
+	return strings.Join(texts, "\n\n")
+}
+
+// ButtonRows returns the rows of all Buttons parts, in order.
+func (m Message) ButtonRows() [][]Button {
+	var rows [][]Button
+	for _, p := range m.Parts {
+		if b, ok := p.(Buttons); ok {
+			for _, r := range b.Rows {
+				if len(r) > 0 {
+					rows = append(rows, r)
+				}
+			}
+		}
+	}
+	return rows
+}
+
+// Attachments returns the message's Attachment parts, in order.
+func (m Message) Attachments() []Attachment {
+	var as []Attachment
+	for _, p := range m.Parts {
+		if a, ok := p.(Attachment); ok {
+			as = append(as, a)
+		}
+	}
+	return as
+}
+
+// Validate checks what adapters rely on: no nil parts, buttons with a label
+// and a token of 1..MaxTokenLen bytes, attachments with a name and content.
+func (m Message) Validate() error {
+	var errs []error
+	for i, p := range m.Parts {
+		switch p := p.(type) {
+		case nil:
+			errs = append(errs, fmt.Errorf("part %d is nil", i))
+		case Buttons:
+			for r, row := range p.Rows {
+				for c, b := range row {
+					if b.Label == "" {
+						errs = append(errs, fmt.Errorf("part %d button %d/%d has no label", i, r, c))
+					}
+					if b.Token == "" || len(b.Token) > MaxTokenLen {
+						errs = append(errs, fmt.Errorf("part %d button %q: token must be 1..%d bytes, is %d",
+							i, b.Label, MaxTokenLen, len(b.Token)))
+					}
+				}
+			}
+		case Attachment:
+			if p.Name == "" {
+				errs = append(errs, fmt.Errorf("part %d: attachment has no name", i))
+			}
+			if p.Path == "" && p.Data == nil {
+				errs = append(errs, fmt.Errorf("part %d: attachment %q has neither path nor data", i, p.Name))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid message: %w", err)
+	}
+	return nil
+}
