@@ -85,7 +85,7 @@ type atom struct {
 	name       string // tag name, lowercased
 }
 
-// tokenize cuts s into atoms. limit bounds how long a Slack <…> atom may be
+// tokenize cuts s into atoms. A Slack <…> atom may be at most limit/2 runes
 // (longer ones are split into runes); 0 means no Slack atoms are needed.
 func tokenize(s string, d Dialect, limit int) []atom {
 	markup := d == TelegramHTML || d == HTML
@@ -108,7 +108,7 @@ func tokenize(s string, d Dialect, limit int) []atom {
 		if d == SlackMrkdwn && s[i] == '<' && limit > 0 {
 			if j := strings.IndexAny(s[i+1:], "<>\n"); j >= 0 && s[i+1+j] == '>' {
 				end := i + 2 + j
-				if n := utf8.RuneCountInString(s[i:end]); n <= limit/4 {
+				if n := utf8.RuneCountInString(s[i:end]); n <= limit/2 { // a chunk's budget is at least limit/2
 					atoms = append(atoms, atom{start: i, end: end, cost: n})
 					i = end
 					continue
