@@ -13,6 +13,10 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
+// maxIndexDepth bounds how deep indexLines records key paths. Our deepest
+// key is agents.NAME.env.VAR (4), plus one for array elements.
+const maxIndexDepth = 8
+
 // pathSep joins key parts into position-index keys. It cannot occur in a key
 // part that means anything to us, and a collision would only cost a line
 // number, never correctness.
@@ -64,13 +68,26 @@ func indexLines(data []byte) map[string]int {
 	}
 
 	lines := map[string]int{}
-	record := func(parts []string, line int) {
-		for i := 1; i <= len(parts); i++ {
-			k := strings.Join(parts[:i], pathSep)
+	// record notes the line of prefix+parts and of every intermediate
+	// table it creates. Paths deeper than maxIndexDepth are not indexed (no
+	// key of ours is that deep; errors there use the nearest indexed
+	// ancestor's line), which keeps hostile nesting linear.
+	record := func(prefix string, depth int, parts []string, line int) (string, int) {
+		k := prefix
+		for _, part := range parts {
+			if depth >= maxIndexDepth {
+				return k, depth
+			}
+			if depth > 0 {
+				k += pathSep
+			}
+			k += part
+			depth++
 			if _, ok := lines[k]; !ok && line > 0 {
 				lines[k] = line
 			}
 		}
+		return k, depth
 	}
 	keyOf := func(it unstable.Iterator) ([]string, int) {
 		var parts []string
@@ -84,24 +101,25 @@ func indexLines(data []byte) map[string]int {
 		return parts, line
 	}
 
-	var walkValue func(path []string, v *unstable.Node, line int)
-	var walkKeyValue func(prefix []string, kv *unstable.Node)
-	walkKeyValue = func(prefix []string, kv *unstable.Node) {
+	var walkKeyValue func(prefix string, depth int, kv *unstable.Node)
+	walkKeyValue = func(prefix string, depth int, kv *unstable.Node) {
 		parts, line := keyOf(kv.Key())
-		path := append(append([]string(nil), prefix...), parts...)
-		record(path, line)
-		walkValue(path, kv.Value(), line)
-	}
-	walkValue = func(path []string, v *unstable.Node, line int) {
+		path, depth := record(prefix, depth, parts, line)
+		if depth >= maxIndexDepth {
+			return
+		}
+		v := kv.Value()
 		switch v.Kind {
 		case unstable.InlineTable:
 			it := v.Children()
 			for it.Next() {
 				if n := it.Node(); n.Kind == unstable.KeyValue {
-					walkKeyValue(path, n)
+					walkKeyValue(path, depth, n)
 				}
 			}
 		case unstable.Array:
+			// Only the elements' own lines matter (arrays of strings);
+			// nothing of ours nests inside array elements.
 			it := v.Children()
 			i := 0
 			for it.Next() {
@@ -113,9 +131,7 @@ func indexLines(data []byte) map[string]int {
 				if elemLine == 0 {
 					elemLine = line
 				}
-				elem := append(append([]string(nil), path...), "#"+strconv.Itoa(i))
-				record(elem, elemLine)
-				walkValue(elem, n, elemLine)
+				record(path, depth, []string{"#" + strconv.Itoa(i)}, elemLine)
 				i++
 			}
 		}
@@ -123,22 +139,23 @@ func indexLines(data []byte) map[string]int {
 
 	var p unstable.Parser
 	p.Reset(data)
-	var current []string
+	current, depth := "", 0
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table:
 			parts, line := keyOf(e.Key())
-			record(parts, line)
-			current = parts
+			current, depth = record("", 0, parts, line)
 		case unstable.ArrayTable:
 			// No key of ours is an array of tables; decoding reports the
 			// array at the header's line, so keys below need no lines.
 			parts, line := keyOf(e.Key())
-			record(parts, line)
-			current = append(parts, "#[]")
+			record("", 0, parts, line)
+			current, depth = "", maxIndexDepth
 		case unstable.KeyValue:
-			walkKeyValue(current, e)
+			if depth < maxIndexDepth {
+				walkKeyValue(current, depth, e)
+			}
 		}
 	}
 	return lines
