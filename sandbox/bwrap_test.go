@@ -232,7 +232,7 @@ func TestBwrapKillsEverything(t *testing.T) {
 	out, err := e.r.Run(t.Context(), Cmd{
 		Command: "sleep " + m + " & setsid sleep " + m + " & touch ready; sleep " + m,
 		Dir:     e.ws, Env: baseEnv(), Confine: ConfineBwrap, Writable: []string{e.ws},
-		Timeout: 500 * time.Millisecond,
+		Timeout: 3 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -247,10 +247,14 @@ func BenchmarkRunTrueBwrap(b *testing.B) {
 	requireBwrap(b)
 	r := NewRunner(Options{})
 	dir := b.TempDir()
-	for b.Loop() {
-		out, err := r.Run(b.Context(), Cmd{Command: "true", Dir: dir, Env: baseEnv(), Confine: ConfineBwrap, Writable: []string{dir}})
-		if err != nil || out.ExitCode != 0 {
-			b.Fatal(out, err)
-		}
+	for _, network := range []bool{false, true} {
+		b.Run(fmt.Sprintf("network=%v", network), func(b *testing.B) {
+			for b.Loop() {
+				out, err := r.Run(b.Context(), Cmd{Command: "true", Dir: dir, Env: baseEnv(), Confine: ConfineBwrap, Network: network, Writable: []string{dir}})
+				if err != nil || out.ExitCode != 0 {
+					b.Fatal(out, err)
+				}
+			}
+		})
 	}
 }

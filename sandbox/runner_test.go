@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,7 @@ func TestRunTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	r := NewRunner(Options{Grace: 5 * time.Second})
-	out, err := r.Run(t.Context(), Cmd{Command: startedCmd(ready, m), Dir: dir, Env: baseEnv(), Timeout: 500 * time.Millisecond})
+	out, err := r.Run(t.Context(), Cmd{Command: startedCmd(ready, m), Dir: dir, Env: baseEnv(), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestRunTermIgnoredGetsKill(t *testing.T) {
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	r := NewRunner(Options{Grace: 200 * time.Millisecond})
-	out, err := r.Run(t.Context(), Cmd{Command: "trap '' TERM; " + startedCmd(ready, m), Dir: dir, Env: baseEnv(), Timeout: 300 * time.Millisecond})
+	out, err := r.Run(t.Context(), Cmd{Command: "trap '' TERM; " + startedCmd(ready, m), Dir: dir, Env: baseEnv(), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,4 +245,21 @@ func BenchmarkRunTrueRegistry(b *testing.B) {
 			b.Fatal(out, err)
 		}
 	}
+}
+
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	r := NewRunner(Options{Grace: 200 * time.Millisecond})
+	dir := t.TempDir()
+	for _, c := range []Cmd{
+		{Command: "echo hi", Stdin: "ignored input"},
+		{Command: "head -c 200000 /dev/zero", Stdin: strings.Repeat("x", 200000)}, // stdin never read
+		{Command: "sleep 5", Timeout: 10 * time.Millisecond},
+	} {
+		c.Dir, c.Env = dir, baseEnv()
+		if _, err := r.Run(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "Run's goroutines have ended", func() bool { return runtime.NumGoroutine() <= before })
 }
