@@ -72,12 +72,13 @@ func marker() string {
 	return fmt.Sprintf("1000.%09d", rand.IntN(1e9))
 }
 
-// markerProcs lists live processes whose command line contains m.
+// markerProcs lists live processes running exactly `sleep m`.
 func markerProcs(t testing.TB, m string) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err) // not Fatal: also called from helper goroutines
+		return nil
 	}
 	var pids []int
 	for _, e := range entries {
@@ -102,17 +103,27 @@ func markerProcs(t testing.TB, m string) []int {
 	return pids
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
+// poll reports whether cond came to hold before a generous deadline. It
+// may be used from any goroutine.
+func poll(cond func() bool) bool {
 	deadline := time.Now().Add(15 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			return false
 		}
 		<-tick.C
+	}
+	return true
+}
+
+// eventually fails the test unless cond comes to hold before the deadline.
+// Only for the test's own goroutine.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	if !poll(cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }
 

@@ -127,8 +127,10 @@ func TestRunCancelKillsGroup(t *testing.T) {
 	ready := filepath.Join(dir, "ready")
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
-		eventually(t, "both sleeps run", func() bool { return fileExists(ready) && len(markerProcs(t, m)) == 2 })
-		cancel()
+		defer cancel()
+		if !poll(func() bool { return fileExists(ready) && len(markerProcs(t, m)) == 2 }) {
+			t.Error("the two sleeps never ran")
+		}
 	}()
 	out, err := NewRunner(Options{}).Run(ctx, Cmd{Command: startedCmd(ready, m), Dir: dir, Env: baseEnv()})
 	if err != nil {
@@ -204,10 +206,12 @@ func TestRunRecordsGroupWhileRunning(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	seen := make(chan int, 1)
 	go func() {
-		eventually(t, "the command runs", func() bool { return fileExists(ready) })
+		defer cancel()
+		if !poll(func() bool { return fileExists(ready) }) {
+			t.Error("the command never ran")
+		}
 		ents, _ := os.ReadDir(reg.Dir())
 		seen <- len(ents)
-		cancel()
 	}()
 	out, err := NewRunner(Options{Registry: reg, Redactor: NewRedactor("sekrit-value")}).Run(ctx, Cmd{Command: startedCmd(ready, m) + " # sekrit-value", Dir: dir, Env: baseEnv()})
 	if err != nil {
