@@ -192,7 +192,7 @@ func (r *Runner) Run(ctx context.Context, c Cmd) (Output, error) {
 
 	start := time.Now()
 	if err := startLocked(cmd); err != nil {
-		return Output{ExitCode: -1}, fmt.Errorf("start command in %s: %w", c.Dir, err)
+		return Output{ExitCode: -1}, fmt.Errorf("start command in %q: %w", c.Dir, err)
 	}
 	for _, f := range child {
 		f.Close()
@@ -217,8 +217,8 @@ func (r *Runner) Run(ctx context.Context, c Cmd) (Output, error) {
 	readers.Go(func() { io.Copy(stdout, outR) })
 	readers.Go(func() { io.Copy(stderr, errR) })
 	if inW != nil {
-		// Closed by the deferred cleanup, which also unblocks a write the
-		// command never reads.
+		// Run closes inW once the leader has exited, which also ends a
+		// write the command never reads.
 		readers.Go(func() {
 			io.WriteString(inW, c.Stdin)
 			inW.Close()
