@@ -82,18 +82,19 @@ func (r *Repo) CommitWorkTree(ctx context.Context, message string) (CommitResult
 		return CommitResult{}, err
 	}
 	defer unlock()
-	return r.commitWorkTree(ctx, message, true)
+	return r.commitWorkTree(ctx, message, true, r.opts.MaxFileBytes)
 }
 
-// commitWorkTree does CommitWorkTree's work with the exclusive lock held.
-// With restore false a rejected change is left in place (Open uses this so
-// that it never deletes files a person put into a new memory directory).
-func (r *Repo) commitWorkTree(ctx context.Context, message string, restore bool) (CommitResult, error) {
+// commitWorkTree does CommitWorkTree's work with the exclusive lock held,
+// accepting files of up to maxFile bytes. With restore false a rejected
+// change is left in place (Open uses this so that it never deletes files a
+// person put into a new memory directory).
+func (r *Repo) commitWorkTree(ctx context.Context, message string, restore bool, maxFile int) (CommitResult, error) {
 	head, headFiles, err := r.headState()
 	if err != nil {
 		return CommitResult{}, err
 	}
-	wt, err := r.scanWorkTree(ctx, headFiles)
+	wt, err := r.scanWorkTree(ctx, maxFile)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -106,7 +107,7 @@ func (r *Repo) commitWorkTree(ctx context.Context, message string, restore bool)
 		return CommitResult{Revision: headRev}, nil
 	}
 	for _, c := range changes {
-		if reason := r.validate(c); reason != "" {
+		if reason := validate(c, maxFile); reason != "" {
 			verr := &ValidationError{Path: c.Path, Reason: reason}
 			if !restore {
 				return CommitResult{}, verr
@@ -195,7 +196,7 @@ func (r *Repo) commitFileMap(c *object.Commit) (map[string]treeFile, error) {
 // scanWorkTree reads the work tree (skipping the top-level .git). Content
 // is kept only for regular files within the size limit; larger files are
 // hashed as a stream so an unchanged large file committed earlier passes.
-func (r *Repo) scanWorkTree(ctx context.Context, head map[string]treeFile) (map[string]*wtFile, error) {
+func (r *Repo) scanWorkTree(ctx context.Context, maxFile int) (map[string]*wtFile, error) {
 	out := map[string]*wtFile{}
 	err := filepath.WalkDir(r.dir, func(full string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -232,7 +233,7 @@ func (r *Repo) scanWorkTree(ctx context.Context, head map[string]treeFile) (map[
 			out[rel] = &wtFile{bad: "only regular files are allowed in memory"}
 			return nil
 		}
-		f, err := readWorkFile(full, r.opts.MaxFileBytes)
+		f, err := readWorkFile(full, maxFile)
 		if err != nil {
 			return err
 		}
@@ -300,7 +301,7 @@ func diffWorkTree(head map[string]treeFile, wt map[string]*wtFile) []wtChange {
 }
 
 // validate returns why a change may not be committed, or "".
-func (r *Repo) validate(c wtChange) string {
+func validate(c wtChange, maxFile int) string {
 	if c.Kind == KindDeleted {
 		return ""
 	}
@@ -311,7 +312,7 @@ func (r *Repo) validate(c wtChange) string {
 		return c.wt.bad
 	}
 	if c.wt.content == nil {
-		return fmt.Sprintf("it is %d bytes, over the %d-byte limit per memory file; split it or shorten it", c.wt.size, r.opts.MaxFileBytes)
+		return fmt.Sprintf("it is %d bytes, over the %d-byte limit per memory file; split it or shorten it", c.wt.size, maxFile)
 	}
 	return checkContent(c.wt.content)
 }

@@ -112,3 +112,5 @@ func runGit(t testing.TB, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+func isValidUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }

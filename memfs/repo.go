@@ -119,7 +119,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Repo, error) {
 	if err := r.writeDefaultLayout(); err != nil {
 		return nil, err
 	}
-	if _, err := r.commitWorkTree(ctx, "Create memory", false); err != nil {
+	// The layout itself is accepted even under a tiny MaxFileBytes.
+	if _, err := r.commitWorkTree(ctx, "Create memory", false, max(r.opts.MaxFileBytes, layoutMaxFile)); err != nil {
 		return nil, fmt.Errorf("first commit of memory %s: %w", abs, err)
 	}
 	return r, nil
@@ -154,6 +155,10 @@ func (r *Repo) headCommit() (*object.Commit, error) {
 	}
 	return c, nil
 }
+
+// layoutMaxFile is the per-file limit of the first commit, so that the
+// default layout fits whatever MaxFileBytes says.
+const layoutMaxFile = 2 << 10
 
 // defaultLayout returns the files a new memory starts with.
 func (r *Repo) defaultLayout() map[string]string {
