@@ -106,3 +106,15 @@ func isSubsequence(sub, s string) bool {
 	}
 	return true
 }
+
+// textAtoms is s without its tags, as Chunk sees it (entities stay as
+// written).
+func textAtoms(s string, d Dialect) string {
+	var b strings.Builder
+	for _, a := range tokenize(s, d, 0) {
+		if a.kind < atomOpenTag {
+			b.WriteString(s[a.start:a.end])
+		}
+	}
+	return b.String()
+}

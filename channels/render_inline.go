@@ -228,6 +228,7 @@ func (r *renderer) link(n ast.Node, href string, auto bool) string {
 		return "<" + u + "|" + escapeSlack(plain, true) + ">"
 	case DiscordMarkdown:
 		u := strings.NewReplacer("(", "%28", ")", "%29", " ", "%20", "<", "%3C", ">", "%3E").Replace(href)
+		u = strings.ReplaceAll(breakWords(u, "@", []string{"everyone", "here"}), "@"+zwsp, "%40")
 		if sameAsTarget {
 			return u
 		}
