@@ -219,5 +219,25 @@ func cutText(s string, limit int, note func(kept int) string) (string, bool) {
 
 // escapeAttr escapes a string for a double-quoted attribute value.
 func escapeAttr(s string) string {
-	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;", "\n", "&#10;").Replace(s)
+	if !strings.ContainsAny(s, "&\"<>\n") {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '"':
+			b.WriteString("&quot;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '\n':
+			b.WriteString("&#10;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

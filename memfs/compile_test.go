@@ -203,3 +203,15 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+func TestEscapeAttr(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain/path.md":      "plain/path.md",
+		`a"b<c>&d` + "\n.md": "a&quot;b&lt;c&gt;&amp;d&#10;.md",
+		"日本.md":              "日本.md",
+	} {
+		if got := escapeAttr(in); got != want {
+			t.Errorf("escapeAttr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
