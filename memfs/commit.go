@@ -55,6 +55,7 @@ type wtFile struct {
 	size    int64
 	content []byte // nil when the file is over the size limit or not a regular file
 	bad     string // reason this entry can never be committed (symlink, nested .git, …)
+	symlink bool   // a symbolic link; hash is that of its target, as git stores it
 }
 
 // treeFile is one file entry of a tree.
@@ -227,7 +228,15 @@ func (r *Repo) scanWorkTree(ctx context.Context, maxFile int) (map[string]*wtFil
 		case d.IsDir():
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
-			out[rel] = &wtFile{bad: "symbolic links are not allowed in memory; write a regular file"}
+			target, err := os.Readlink(full)
+			if err != nil {
+				return err
+			}
+			out[rel] = &wtFile{
+				bad:     "symbolic links are not allowed in memory; write a regular file",
+				symlink: true,
+				hash:    plumbing.ComputeHash(plumbing.BlobObject, []byte(target)),
+			}
 			return nil
 		case !d.Type().IsRegular():
 			out[rel] = &wtFile{bad: "only regular files are allowed in memory"}
@@ -287,7 +296,9 @@ func diffWorkTree(head map[string]treeFile, wt map[string]*wtFile) []wtChange {
 		switch {
 		case !ok:
 			out = append(out, wtChange{Change: Change{Path: p, Kind: KindAdded}, wt: f})
-		case f.bad != "" || f.hash != h.hash || !h.mode.IsFile():
+		case f.symlink && h.mode == filemode.Symlink && f.hash == h.hash:
+			// a symlink committed by other means, unchanged: leave it be
+		case f.bad != "" || f.hash != h.hash || !isRegular(h.mode):
 			out = append(out, wtChange{Change: Change{Path: p, Kind: KindModified}, wt: f, head: h})
 		}
 	}
@@ -356,8 +367,8 @@ func (r *Repo) restore(changes []wtChange) error {
 
 // writeBlobToWorkTree replaces the work-tree file at path with a blob.
 func (r *Repo) writeBlobToWorkTree(path string, f treeFile) error {
-	if !f.mode.IsFile() {
-		return nil // a submodule or other non-file entry has nothing to write
+	if !isRegular(f.mode) && f.mode != filemode.Symlink {
+		return nil // a submodule has nothing to write
 	}
 	blob, err := r.git.BlobObject(f.hash)
 	if err != nil {
@@ -379,6 +390,12 @@ func (r *Repo) writeBlobToWorkTree(path string, f treeFile) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return fmt.Errorf("restore %s: %w", path, err)
 	}
+	if f.mode == filemode.Symlink {
+		if err := os.Symlink(string(data), full); err != nil {
+			return fmt.Errorf("restore %s: %w", path, err)
+		}
+		return nil
+	}
 	perm := os.FileMode(0o644)
 	if f.mode == filemode.Executable {
 		perm = 0o755
@@ -387,6 +404,11 @@ func (r *Repo) writeBlobToWorkTree(path string, f treeFile) error {
 		return fmt.Errorf("restore %s: %w", path, err)
 	}
 	return nil
+}
+
+// isRegular reports whether a tree entry mode is a regular file.
+func isRegular(m filemode.FileMode) bool {
+	return m == filemode.Regular || m == filemode.Executable || m == filemode.Deprecated
 }
 
 // pruneEmptyDirs removes dir and its parents up to the repository root

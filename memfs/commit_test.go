@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -225,4 +227,36 @@ func FuzzCheckContent(f *testing.F) {
 			t.Fatalf("accepted content with NUL %q", data)
 		}
 	})
+}
+
+func TestSymlinkCommittedElsewhereIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	r := openTestRepo(t, t.TempDir(), Options{})
+	if err := os.Symlink("README.md", filepath.Join(r.Dir(), "index.md")); err != nil {
+		t.Fatal(err)
+	}
+	g, err := git.PlainOpen(r.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := g.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Add("index.md"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Commit("link by hand", &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@t"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := headMap(t, r)["index.md"]; ok {
+		t.Errorf("ReadHEAD returned a symlink as a file")
+	}
+	writeFile(t, r, "notes/a.md", "a\n")
+	if res := mustCommit(t, r, "a"); !cmp.Equal(res.Files, []string{"notes/a.md"}) {
+		t.Errorf("commit next to an unchanged committed symlink = %+v", res)
+	}
+	if c, err := r.Compile(ctx); err != nil || strings.Contains(c.Text, `path="index.md"`) {
+		t.Errorf("Compile rendered the symlink (err %v)", err)
+	}
 }

@@ -46,7 +46,7 @@ func (r *Repo) readCommitFiles(ctx context.Context, c *object.Commit, keep func(
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !f.Mode.IsFile() || !keep(f.Name) {
+		if !isRegular(f.Mode) || !keep(f.Name) {
 			return nil
 		}
 		rd, err := f.Reader()
