@@ -21,7 +21,7 @@ func writeAtomic(path string, content []byte) (existed bool, oldSize int64, err 
 	mode := fs.FileMode(0o644)
 	switch fi, err := os.Stat(target); {
 	case err == nil && fi.IsDir():
-		return false, 0, fmt.Errorf("%s is a directory", path)
+		return false, 0, errIsDir
 	case err == nil:
 		existed, oldSize, mode = true, fi.Size(), fi.Mode().Perm()
 	case errors.Is(err, fs.ErrNotExist):
@@ -74,3 +74,6 @@ func fileError(display string, err error) string {
 		return fmt.Sprintf("Cannot read %s: %v", display, err)
 	}
 }
+
+// errIsDir is writeAtomic's error for a path that names a directory.
+var errIsDir = errors.New("it is a directory; give a file path")
