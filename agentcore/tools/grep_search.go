@@ -165,7 +165,7 @@ func searchGo(ctx context.Context, q grepQuery, _ *agentcore.ToolEnv, emit func(
 			return nil // unreadable: skipped, as rg does
 		}
 		seen++
-		if seen%256 == 0 && ctx.Err() != nil {
+		if seen%256 == 1 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if p != q.root {
