@@ -124,15 +124,21 @@ func (db *DB) Close() error {
 }
 
 // write runs fn in one IMMEDIATE transaction on the writer connection and
-// commits it. When the transaction fails with SQLITE_BUSY or SQLITE_LOCKED
-// (another process held the file longer than busy_timeout), the whole
-// transaction is retried a few times with a growing pause; fn must therefore
-// have no effects outside the transaction.
+// commits it. When the transaction fails quickly with SQLITE_BUSY or
+// SQLITE_LOCKED (sqlite returns these without waiting in a few cases across
+// processes), the whole transaction is retried a few times with a growing
+// pause; fn must therefore have no effects outside the transaction.
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	pause := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		start := time.Now()
 		err := db.writeOnce(ctx, fn)
-		if err == nil || !isBusy(err) || attempt == writeAttempts {
+		// A busy error that took the whole busy_timeout to arrive means
+		// another writer holds the file for long: report it rather than
+		// wait several times as long. Quick busy errors (WAL recovery,
+		// a checkpoint in another process) are worth a retry.
+		if err == nil || !isBusy(err) || attempt == writeAttempts ||
+			time.Since(start) > busyTimeoutMS*time.Millisecond/2 {
 			return err
 		}
 		t := time.NewTimer(pause)
