@@ -1,0 +1,658 @@
+package agentcore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+)
+
+// Defaults of OpenAIOptions.
+const (
+	DefaultProviderRetries = 3
+	// DefaultMaxRetryWait caps how long a retry waits for a server's
+	// Retry-After; a server asking for longer gets no retry and the caller
+	// sees ProviderRateLimited or ProviderServer.
+	DefaultMaxRetryWait = 30 * time.Second
+
+	openAIBaseURL = "https://api.openai.com/v1"
+	ollamaBaseURL = "http://127.0.0.1:11434/v1"
+)
+
+// imageOmitted replaces an image part for models without vision.
+const imageOmitted = "[image omitted: the model does not accept images]"
+
+// OpenAIOptions configures an OpenAI-compatible chat-completions provider.
+type OpenAIOptions struct {
+	// BaseURL of the API including the version path, e.g.
+	// "http://127.0.0.1:11434/v1". Empty means OpenAI's API when APIKey is
+	// set and a local Ollama otherwise.
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends no Authorization header.
+	APIKey string
+	// Model is used when a Request names none.
+	Model string
+	// MaxOutputTokens is sent as max_tokens when a Request sets none; 0
+	// sends nothing.
+	MaxOutputTokens int
+	// MaxRetries bounds retries on 429, 5xx and connection errors. 0 means
+	// DefaultProviderRetries; negative means none.
+	MaxRetries int
+	// MaxRetryWait caps one wait between retries (0: DefaultMaxRetryWait).
+	MaxRetryWait time.Duration
+	// HTTPClient is used for requests; nil uses a client without timeout
+	// (streams are long; the caller's context bounds them).
+	HTTPClient *http.Client
+	// Vision says the model accepts images; without it image parts are
+	// replaced by a short text note.
+	Vision bool
+}
+
+// OpenAI is a Provider for any OpenAI-compatible chat-completions endpoint
+// (OpenAI, Ollama, vLLM, llama.cpp server, OpenRouter, ...). It is safe
+// for concurrent use; each Step is independent.
+type OpenAI struct {
+	opts    OpenAIOptions
+	baseURL string // with defaults applied
+	svc     openai.ChatCompletionService
+}
+
+// NewOpenAI returns a provider for opts. It reads nothing from the
+// environment: configuration resolves OPENAI_* variables.
+func NewOpenAI(opts OpenAIOptions) *OpenAI {
+	base := strings.TrimRight(opts.BaseURL, "/")
+	if base == "" {
+		base = ollamaBaseURL
+		if opts.APIKey != "" {
+			base = openAIBaseURL
+		}
+	}
+	retries := opts.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultProviderRetries
+	case retries < 0:
+		retries = 0
+	}
+	wait := opts.MaxRetryWait
+	if wait <= 0 {
+		wait = DefaultMaxRetryWait
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	ro := []option.RequestOption{
+		option.WithBaseURL(base + "/"),
+		option.WithHTTPClient(client),
+		option.WithMaxRetries(retries),
+		option.WithMaxRetryDelay(wait),
+	}
+	if opts.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	}
+	return &OpenAI{opts: opts, baseURL: base, svc: openai.NewChatCompletionService(ro...)}
+}
+
+// Step streams one chat completion. onDelta (may be nil) receives text and
+// reasoning fragments in order, on the calling goroutine. Failures are
+// *ProviderError, except cancellation, which wraps ctx.Err().
+func (p *OpenAI) Step(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
+	if onDelta == nil {
+		onDelta = func(Delta) {}
+	}
+	params, err := p.params(req)
+	if err != nil {
+		return Response{}, err
+	}
+	var httpRes *http.Response
+	stream := p.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpRes))
+	defer stream.Close()
+
+	acc := newStreamAccumulator()
+	for stream.Next() {
+		chunk := stream.Current()
+		if err := acc.add([]byte(chunk.RawJSON()), onDelta); err != nil {
+			return Response{}, p.badResponse("the server sent a chunk that is not a chat-completions chunk", err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Response{}, fmt.Errorf("model call: %w", ctxErr)
+		}
+		return Response{}, p.classify(err, httpRes, params.Model, acc.started)
+	}
+	resp, err := acc.response()
+	if err != nil {
+		return Response{}, p.badResponse(err.Error(), err)
+	}
+	if resp.Model == "" {
+		resp.Model = params.Model
+	}
+	return resp, nil
+}
+
+func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = p.opts.Model
+	}
+	if model == "" {
+		return openai.ChatCompletionNewParams{}, &ProviderError{
+			Kind:    ProviderModelNotFound,
+			Message: "no model configured",
+			Hint:    "set SWITCHBOARD_MODEL or model in [providers]",
+		}
+	}
+	params := openai.ChatCompletionNewParams{
+		Model:         model,
+		Messages:      p.messages(req),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	maxTokens := req.MaxOutputTokens
+	if maxTokens <= 0 {
+		maxTokens = p.opts.MaxOutputTokens
+	}
+	if maxTokens > 0 {
+		// max_tokens, not max_completion_tokens: Ollama, vLLM and llama.cpp
+		// read this one.
+		params.MaxTokens = openai.Int(int64(maxTokens))
+	}
+	for _, t := range req.Tools {
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(functionDefinition(t)))
+	}
+	return params, nil
+}
+
+func functionDefinition(t ToolSpec) openai.FunctionDefinitionParam {
+	var schema map[string]any
+	if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
+		schema = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	def := openai.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+	if t.Description != "" {
+		def.Description = openai.String(t.Description)
+	}
+	return def
+}
+
+func (p *OpenAI) messages(req Request) []openai.ChatCompletionMessageParamUnion {
+	var out []openai.ChatCompletionMessageParamUnion
+	if req.System != "" {
+		out = append(out, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleAssistant:
+			out = append(out, assistantMessage(m))
+		case RoleTool:
+			out = append(out, openai.ToolMessage(m.ModelText(), m.ToolCallID))
+		default:
+			out = append(out, p.userMessage(m))
+		}
+	}
+	return out
+}
+
+// userMessage sends a single text part as a plain string (what every
+// compatible server accepts) and anything else as content parts in order.
+func (p *OpenAI) userMessage(m Message) openai.ChatCompletionMessageParamUnion {
+	if len(m.Parts) == 0 {
+		return openai.UserMessage("")
+	}
+	if len(m.Parts) == 1 && m.Parts[0].Type != PartImage {
+		return openai.UserMessage(m.Parts[0].Text)
+	}
+	parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(m.Parts))
+	for _, part := range m.Parts {
+		switch {
+		case part.Type != PartImage:
+			parts = append(parts, openai.TextContentPart(part.Text))
+		case p.opts.Vision:
+			u := "data:" + part.MIME + ";base64," + base64.StdEncoding.EncodeToString(part.Data)
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: u}))
+		default:
+			parts = append(parts, openai.TextContentPart(imageOmitted))
+		}
+	}
+	return openai.UserMessage(parts)
+}
+
+func assistantMessage(m Message) openai.ChatCompletionMessageParamUnion {
+	var a openai.ChatCompletionAssistantMessageParam
+	if text := m.Text(); text != "" || len(m.ToolCalls) == 0 {
+		a.Content.OfString = openai.String(text)
+	}
+	for _, tc := range m.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: tc.ID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name:      tc.Name,
+					Arguments: historyArguments(tc.Arguments),
+				},
+			},
+		})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+// historyArguments returns stored tool-call arguments fit to send back:
+// providers reject histories whose arguments are not a JSON object, and
+// the call was already answered with an error result.
+func historyArguments(args string) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil || obj == nil {
+		return "{}"
+	}
+	return args
+}
+
+// streamChunk is the part of a chat.completion.chunk we read. Fields whose
+// type varies between servers are raw and read leniently.
+type streamChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          json.RawMessage `json:"content"`
+			Refusal          json.RawMessage `json:"refusal"`
+			ReasoningContent json.RawMessage `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"reasoning"`
+			ToolCalls        []toolCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+}
+
+// toolCallDelta is one streamed fragment of a tool call.
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// rawString returns the string in raw, or "" for null, absent or any
+// other JSON type.
+func rawString(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// streamAccumulator builds a Response from chunks. Not safe for concurrent
+// use; one Step owns it.
+type streamAccumulator struct {
+	text, reasoning strings.Builder
+	calls           toolCallAccumulator
+	finish          string
+	model           string
+	usage           Usage
+	sawChoice       bool
+	started         bool // a delta was passed to onDelta
+}
+
+func newStreamAccumulator() *streamAccumulator {
+	return &streamAccumulator{calls: newToolCallAccumulator()}
+}
+
+func (a *streamAccumulator) add(raw []byte, onDelta func(Delta)) error {
+	var c streamChunk
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("decode chunk: %w", err)
+	}
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	if c.Usage != nil {
+		a.usage = Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Reported: true}
+		if d := c.Usage.PromptTokensDetails; d != nil {
+			a.usage.CachedTokens = d.CachedTokens
+		}
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // we ask for one choice
+		}
+		a.sawChoice = true
+		reasoning := rawString(ch.Delta.ReasoningContent)
+		if reasoning == "" {
+			reasoning = rawString(ch.Delta.Reasoning)
+		}
+		if reasoning != "" {
+			a.reasoning.WriteString(reasoning)
+			a.started = true
+			onDelta(Delta{Kind: DeltaReasoning, Text: reasoning})
+		}
+		for _, text := range []string{rawString(ch.Delta.Content), rawString(ch.Delta.Refusal)} {
+			if text != "" {
+				a.text.WriteString(text)
+				a.started = true
+				onDelta(Delta{Kind: DeltaText, Text: text})
+			}
+		}
+		for _, d := range ch.Delta.ToolCalls {
+			a.calls.add(d)
+			a.started = true
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			a.finish = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+func (a *streamAccumulator) response() (Response, error) {
+	if !a.sawChoice {
+		return Response{}, errors.New("the server's stream had no choices")
+	}
+	if a.finish == "" {
+		return Response{}, errors.New("the stream ended before the model finished (no finish_reason)")
+	}
+	return Response{
+		Text:         a.text.String(),
+		Reasoning:    a.reasoning.String(),
+		ToolCalls:    a.calls.result(),
+		FinishReason: a.finish,
+		Usage:        a.usage,
+		Model:        a.model,
+	}, nil
+}
+
+// toolCallAccumulator joins streamed tool-call fragments into calls,
+// normalized by call id first: a delta with a new id starts a new call
+// even if its index repeats (Ollama reuses index 0); a delta without id
+// continues the call last seen with its index, or the last call when the
+// index is absent too (servers that omit it). openai-go's accumulator
+// keys by index alone and merges such calls (LIBRARIES.md).
+type toolCallAccumulator struct {
+	calls   []ToolCall
+	byID    map[string]int
+	byIndex map[int]int
+	last    int // position of the last call touched, -1 before any
+}
+
+func newToolCallAccumulator() toolCallAccumulator {
+	return toolCallAccumulator{byID: map[string]int{}, byIndex: map[int]int{}, last: -1}
+}
+
+func (a *toolCallAccumulator) add(d toolCallDelta) {
+	pos := -1
+	switch {
+	case d.ID != "":
+		if p, ok := a.byID[d.ID]; ok {
+			pos = p
+		} else {
+			pos = a.start(d.ID)
+		}
+	case d.Index != nil:
+		if p, ok := a.byIndex[*d.Index]; ok {
+			pos = p
+		} else {
+			pos = a.start("")
+		}
+	case a.last >= 0:
+		pos = a.last
+	default:
+		pos = a.start("")
+	}
+	if d.Index != nil {
+		a.byIndex[*d.Index] = pos
+	}
+	a.last = pos
+	c := &a.calls[pos]
+	// Most servers send the name once; some repeat it in every fragment,
+	// a few split it. Appending only what differs handles all three.
+	if name := d.Function.Name; name != "" && name != c.Name {
+		c.Name += name
+	}
+	c.Arguments += d.Function.Arguments
+}
+
+func (a *toolCallAccumulator) start(id string) int {
+	if id == "" {
+		id = "call_" + rand.Text()[:16] // servers that send no ids still need distinct ones
+	}
+	a.calls = append(a.calls, ToolCall{ID: id})
+	a.byID[id] = len(a.calls) - 1
+	return len(a.calls) - 1
+}
+
+func (a *toolCallAccumulator) result() []ToolCall {
+	if len(a.calls) == 0 {
+		return nil
+	}
+	return append([]ToolCall(nil), a.calls...)
+}
+
+// classify turns a failed request or stream into a *ProviderError.
+func (p *OpenAI) classify(err error, res *http.Response, model string, started bool) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = rawErrorText(apiErr.RawJSON())
+		}
+		return p.statusError(apiErr.StatusCode, apiErr.Code, apiErr.Type, msg, model, err)
+	}
+	if res != nil && res.StatusCode >= 400 {
+		// The SDK could not parse the error body (plain text, HTML).
+		return p.statusError(res.StatusCode, "", "", readErrorBody(res), model, err)
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		var env struct {
+			Error json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(streamErr.Event.Data, &env)
+		var obj struct{ Message, Type, Code string }
+		msg := rawString(env.Error)
+		if json.Unmarshal(env.Error, &obj) == nil && obj.Message != "" {
+			msg = obj.Message
+		}
+		pe := p.statusError(0, obj.Code, obj.Type, msg, model, err)
+		if pe.Kind == ProviderBadRequest {
+			pe.Kind = ProviderServer
+		}
+		pe.Message = "the server reported an error mid-stream: " + pe.Message
+		return pe
+	}
+	if started || isDecodeError(err) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return p.badResponse("the stream broke off", err)
+	}
+	if reason, ok := networkReason(err); ok {
+		return &ProviderError{
+			Kind:    ProviderUnreachable,
+			Message: fmt.Sprintf("cannot reach %s: %s", p.safeURL(), reason),
+			Hint: fmt.Sprintf("start the model server (Ollama listens on 127.0.0.1:11434) or point "+
+				"OPENAI_BASE_URL / base_url in [providers] at one that runs; tried %s", p.safeURL()),
+			Err: err,
+		}
+	}
+	return p.badResponse("unexpected failure", err)
+}
+
+func (p *OpenAI) statusError(status int, code, typ, msg, model string, err error) *ProviderError {
+	msg = p.redact(strings.TrimSpace(msg))
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	lower := strings.ToLower(code + " " + typ + " " + msg)
+	pe := &ProviderError{Status: status, Err: err}
+	describe := func(what string) string {
+		s := what
+		if status != 0 {
+			s += fmt.Sprintf(" (HTTP %d)", status)
+		}
+		if msg != "" {
+			s += ": " + msg
+		}
+		return s
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		pe.Kind = ProviderAuth
+		pe.Message = describe(p.safeURL() + " rejected the credentials")
+		pe.Hint = "set OPENAI_API_KEY or api_key in [providers] to a valid key for this endpoint"
+	case status == http.StatusTooManyRequests:
+		pe.Kind = ProviderRateLimited
+		pe.Message = describe("rate limited by " + p.safeURL())
+		pe.Hint = "wait and try again; retries were exhausted or the server asked to wait too long"
+		if strings.Contains(lower, "quota") {
+			pe.Hint = "the account is out of quota: check billing or use another key"
+		}
+	case isContextLength(lower):
+		pe.Kind = ProviderContextLength
+		pe.Message = describe("the request exceeds the model's context window")
+		pe.Hint = "compact the conversation or raise context_window if the model allows it"
+	case status == http.StatusNotFound || isModelNotFound(lower):
+		pe.Kind = ProviderModelNotFound
+		pe.Message = describe(fmt.Sprintf("model %q not found at %s", model, p.safeURL()))
+		pe.Hint = fmt.Sprintf("set SWITCHBOARD_MODEL or model in [providers] to a model the server has "+
+			"(for Ollama: ollama pull %s), and check that base_url ends in /v1", model)
+	case status >= 500:
+		pe.Kind = ProviderServer
+		pe.Message = describe("the model server failed")
+		pe.Hint = "the server kept failing after retries; check its logs or try again later"
+	case status == 0:
+		pe.Kind = ProviderServer
+		pe.Message = describe("the model server failed")
+	default:
+		pe.Kind = ProviderBadRequest
+		pe.Message = describe("the model server rejected the request")
+	}
+	return pe
+}
+
+func isContextLength(lower string) bool {
+	for _, s := range []string{"context_length_exceeded", "maximum context length", "context window",
+		"context length", "exceed_context_size", "exceeds the available context", "prompt is too long"} {
+		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isModelNotFound(lower string) bool {
+	return strings.Contains(lower, "model_not_found") ||
+		(strings.Contains(lower, "model") && (strings.Contains(lower, "not found") || strings.Contains(lower, "does not exist")))
+}
+
+func (p *OpenAI) badResponse(msg string, err error) *ProviderError {
+	return &ProviderError{
+		Kind:    ProviderBadResponse,
+		Message: fmt.Sprintf("bad response from %s: %s", p.safeURL(), msg),
+		Hint:    "the server does not speak OpenAI chat completions as expected; check base_url and the server's logs",
+		Err:     err,
+	}
+}
+
+// safeURL is the base URL without user info, for messages.
+func (p *OpenAI) safeURL() string {
+	u, err := url.Parse(p.baseURL)
+	if err != nil {
+		return "the configured base URL"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	return u.String()
+}
+
+// redact removes the API key from text a server sent back.
+func (p *OpenAI) redact(s string) string {
+	if k := p.opts.APIKey; k != "" {
+		s = strings.ReplaceAll(s, k, "[redacted]")
+	}
+	return s
+}
+
+func networkReason(err error) (string, bool) {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dnsErr):
+		return "host not found", true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused", true
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out", true
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out", true
+	case errors.As(err, &opErr):
+		return "network error", true
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		return "the connection was closed", true
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return "request failed", true
+	}
+	return "", false
+}
+
+func isDecodeError(err error) bool {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syn) || errors.As(err, &typ)
+}
+
+func readErrorBody(res *http.Response) string {
+	if res.Body == nil {
+		return http.StatusText(res.StatusCode)
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 2048))
+	if msg := rawErrorText(string(b)); msg != "" {
+		return msg
+	}
+	return http.StatusText(res.StatusCode)
+}
+
+// rawErrorText extracts a message from an error body that may be JSON
+// ({"error":"..."} as Ollama sends, or {"message":"..."}) or plain text.
+func rawErrorText(body string) string {
+	body = strings.TrimSpace(body)
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal([]byte(body), &v) == nil {
+		if s := rawString(v.Error); s != "" {
+			return s
+		}
+		var inner struct{ Message string }
+		if json.Unmarshal(v.Error, &inner) == nil && inner.Message != "" {
+			return inner.Message
+		}
+		if v.Message != "" {
+			return v.Message
+		}
+	}
+	return body
+}
