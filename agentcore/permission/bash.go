@@ -181,8 +181,13 @@ func (s *bashSubject) memory() (string, bool) {
 	if s.cwdUnknown && s.ck.ws.ok && !contains(dirs, s.ck.ws.lex) {
 		dirs = append(dirs, s.ck.ws.lex)
 	}
+	seen := make(map[string]bool)
 	for _, w := range s.line.allWords() {
 		for _, cand := range pathCandidates(w.known) {
+			if seen[cand] {
+				continue
+			}
+			seen[cand] = true
 			var ts []target
 			if filepath.IsAbs(cand) || cand == "~" || strings.HasPrefix(cand, "~/") {
 				ts = append(ts, s.ck.target(cand, ""))
@@ -207,7 +212,10 @@ func pathCandidates(known string) []string {
 	if known == "" {
 		return nil
 	}
-	c := []string{known}
+	var c []string
+	if !strings.HasPrefix(known, "-") {
+		c = append(c, known)
+	}
 	if i := strings.IndexByte(known, '='); i >= 0 && i+1 < len(known) {
 		c = append(c, known[i+1:])
 	}
@@ -401,6 +409,9 @@ func (s *bashSubject) readOnly(c *shellCmd) (ok bool, why string) {
 	}
 	if !spec.paths {
 		return true, ""
+	}
+	if s.cwdUnknown {
+		return false, fmt.Sprintf("`%s`: the directory it runs in cannot be known ahead", c.src)
 	}
 	cands, bad := pathArgs(args)
 	if bad != "" {

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 
@@ -65,7 +66,7 @@ func (ck *checker) parseLine(src string, depth int) *shellLine {
 		l.err = errors.New("the command line contains a NUL byte")
 		return l
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := parseShell(src, false)
 	if err == nil {
 		l.collect(f)
 		return l
@@ -74,7 +75,7 @@ func (ck *checker) parseLine(src string, depth int) *shellLine {
 	// Bash runs the statements before a syntax error, so deny and ask rules still look at
 	// whatever a forgiving parse recovers. Such a tree may be incomplete; a walk that trips
 	// over it just finds fewer commands (the line is never allowed anyway).
-	f, _ = syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(8)).Parse(strings.NewReader(src), "")
+	f, _ = parseShell(src, true)
 	if f != nil {
 		func() {
 			defer func() { _ = recover() }()
@@ -82,6 +83,21 @@ func (ck *checker) parseLine(src string, depth int) *shellLine {
 		}()
 	}
 	return l
+}
+
+// parseShell parses a bash command line. The parser has been seen to panic on some malformed
+// input with error recovery on (e.g. "A0=$((0 0"); such a panic is a parse error here.
+func parseShell(src string, recoverErrors bool) (f *syntax.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("the shell parser failed on this input: %v", r)
+		}
+	}()
+	opts := []syntax.ParserOption{syntax.Variant(syntax.LangBash)}
+	if recoverErrors {
+		opts = append(opts, syntax.RecoverErrors(8))
+	}
+	return syntax.NewParser(opts...).Parse(strings.NewReader(src), "")
 }
 
 // slice returns the source text of a node, "" when its positions are unusable.
@@ -278,7 +294,9 @@ func unescapeUnquoted(s string) (out string, glob, brace bool) {
 			i++
 			b.WriteByte(s[i])
 			continue
-		case c == '*' || c == '?' || c == '[':
+		case c == '*' || c == '?':
+			glob = true
+		case c == '[' && strings.IndexByte(s[i+1:], ']') >= 0:
 			glob = true
 		case c == '{':
 			openBrace = true
