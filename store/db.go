@@ -42,6 +42,8 @@ type DB struct {
 	w    *sql.DB // one connection: the only writer of this handle
 	r    *sql.DB // query_only read pool
 
+	stmts stmts // prepared on w
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -92,6 +94,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
+	if err := db.stmts.prepare(ctx, w); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
 	return db, nil
 }
 
@@ -118,7 +124,7 @@ func (db *DB) Path() string { return db.path }
 // Close closes both connection pools. It may be called more than once.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		db.closeErr = errors.Join(db.r.Close(), db.w.Close())
+		db.closeErr = errors.Join(db.stmts.close(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
 }

@@ -86,12 +86,20 @@ func (db *DB) Search(ctx context.Context, conversationID, query string, limit in
 }
 
 func (db *DB) search(ctx context.Context, conversationID, match string, limit int) ([]agentcore.SearchHit, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT m.id, m.seq, m.role, m.created,
-			snippet(messages_fts, 0, '**', '**', '…', 12)
-		FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid
-		WHERE messages_fts MATCH ? AND m.conversation_id = ?
-		ORDER BY bm25(messages_fts), m.seq DESC
-		LIMIT ?`, match, conversationID, limit)
+	// Rank first, then make snippets for the winners only: in one query
+	// sqlite would compute snippet() for every match before sorting.
+	rows, err := db.r.QueryContext(ctx, `WITH top AS (
+			SELECT messages_fts.rowid AS pk, bm25(messages_fts) AS score, m.seq AS seq
+			FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid
+			WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2
+			ORDER BY score, seq DESC
+			LIMIT ?3)
+		SELECT m.id, m.seq, m.role, m.created, snippet(messages_fts, 0, '**', '**', '…', 12)
+		FROM top
+		JOIN messages_fts ON messages_fts.rowid = top.pk
+		JOIN messages m ON m.pk = top.pk
+		WHERE messages_fts MATCH ?1
+		ORDER BY top.score, top.seq DESC`, match, conversationID, limit)
 	if err != nil {
 		return nil, err
 	}

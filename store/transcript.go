@@ -204,10 +204,7 @@ func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentco
 
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		var lastSeq, lastPos int64
-		err := tx.QueryRowContext(ctx, `SELECT
-			COALESCE((SELECT MAX(seq) FROM messages WHERE conversation_id = c.id), 0),
-			COALESCE((SELECT MAX(position) FROM view WHERE conversation_id = c.id), -1)
-			FROM conversations c WHERE c.id = ?`, conversationID).Scan(&lastSeq, &lastPos)
+		err := tx.StmtContext(ctx, db.stmts.appendHead).QueryRowContext(ctx, conversationID).Scan(&lastSeq, &lastPos)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -217,25 +214,9 @@ func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentco
 		if len(out) == 0 {
 			return nil
 		}
-		insMsg, err := tx.PrepareContext(ctx, `INSERT INTO messages
-			(id, conversation_id, seq, role, parts, tool_calls, reasoning,
-			 tool_call_id, tool_name, is_error, run_id, created)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer insMsg.Close()
-		insFTS, err := tx.PrepareContext(ctx, `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer insFTS.Close()
-		insView, err := tx.PrepareContext(ctx, `INSERT INTO view (conversation_id, position, message_id) VALUES (?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer insView.Close()
-
+		insMsg := tx.StmtContext(ctx, db.stmts.insertMessage)
+		insFTS := tx.StmtContext(ctx, db.stmts.indexMessage)
+		insView := tx.StmtContext(ctx, db.stmts.appendView)
 		for i := range out {
 			m := &out[i]
 			m.Seq = lastSeq + int64(i) + 1
@@ -261,8 +242,7 @@ func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentco
 				return fmt.Errorf("add message %s to view: %w", m.ID, err)
 			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated = MAX(updated, ?) WHERE id = ?`,
-			nanos(t), conversationID)
+		_, err = tx.StmtContext(ctx, db.stmts.touchConversation).ExecContext(ctx, nanos(t), conversationID)
 		return err
 	})
 	if err != nil {
