@@ -1,0 +1,150 @@
+package agentcore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore/permission"
+	"github.com/switchboard-gw/switchboard/sandbox"
+)
+
+// ErrBusy is returned when another process or worker holds the
+// conversation's lease.
+var ErrBusy = errors.New("conversation is busy: another process is working on it")
+
+// Memory is the agent's memory repository as the loop uses it
+// (implemented by *memfs.Repo through an adapter in cmd, or nil).
+type Memory interface {
+	Dir() string
+	Revision(ctx context.Context) (string, error)
+	// Compile renders HEAD into the memory part of the system prompt.
+	Compile(ctx context.Context) (text, revision string, err error)
+	// Commit commits the work tree; a validation failure restores the
+	// files and returns an error that says why.
+	Commit(ctx context.Context, message string) (changed bool, err error)
+	// Diff is a bounded description of the changes between two revisions.
+	Diff(ctx context.Context, from, to string) (string, error)
+}
+
+// Config is one agent's settings, handed over by cmd.
+type Config struct {
+	ID              string
+	Model           string
+	ContextWindow   int
+	MaxOutputTokens int
+	MaxSteps        int           // default 50
+	TurnTimeout     time.Duration // 0: none
+	Preset          string        // the fixed part of the system prompt
+	Policy          permission.Policy
+	Approvers       []string      // qualified ids allowed to decide; empty: requester + admins
+	ApprovalTimeout time.Duration // default 12h
+	ClampChars      int           // tool output clamp, default 30,000 (and at most a quarter of the window)
+	LeaseTTL        time.Duration // default 30s
+}
+
+// Deps are the collaborators of an Agent.
+type Deps struct {
+	Store    Store
+	Provider Provider
+	Tools    *Tools
+	Memory   Memory // may be nil
+	Env      ToolEnv
+	Owner    string // lease owner; default host:pid:random
+	Now      func() time.Time
+}
+
+// Agent runs turns of one agent's conversations. It is safe for concurrent
+// use by several conversations; a conversation runs one turn at a time,
+// enforced by its lease.
+type Agent struct {
+	cfg  Config
+	deps Deps
+}
+
+// New returns an Agent.
+func New(cfg Config, deps Deps) *Agent {
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 50
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = 12 * time.Hour
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.ClampChars <= 0 {
+		cfg.ClampChars = 30000
+	}
+	if cfg.ContextWindow > 0 && cfg.ClampChars > cfg.ContextWindow {
+		// A quarter of the window in tokens is about the window in
+		// characters (four characters a token).
+		cfg.ClampChars = cfg.ContextWindow
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Owner == "" {
+		host, _ := os.Hostname()
+		deps.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomID(4))
+	}
+	if deps.Tools == nil {
+		deps.Tools = NewTools()
+	}
+	if deps.Env.Redactor == nil {
+		deps.Env.Redactor = sandbox.NewRedactor()
+	}
+	return &Agent{cfg: cfg, deps: deps}
+}
+
+// ID returns the agent's id.
+func (a *Agent) ID() string { return a.cfg.ID }
+
+// Config returns the agent's configuration.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Tools returns the agent's tool set.
+func (a *Agent) Tools() *Tools { return a.deps.Tools }
+
+// NewConversation creates an empty conversation of this agent.
+func (a *Agent) NewConversation(ctx context.Context) (Conversation, error) {
+	if err := a.deps.Store.EnsureAgent(ctx, a.cfg.ID); err != nil {
+		return Conversation{}, fmt.Errorf("register agent %s: %w", a.cfg.ID, err)
+	}
+	now := a.deps.Now().UTC()
+	c := Conversation{ID: "conv-" + randomID(8), AgentID: a.cfg.ID, Created: now, Updated: now}
+	if err := a.deps.Store.CreateConversation(ctx, c); err != nil {
+		return Conversation{}, fmt.Errorf("create conversation: %w", err)
+	}
+	return c, nil
+}
+
+// Decide records a person's decision on an approval of this agent. It
+// returns the approval and whether this decision was the first (and so
+// took effect).
+func (a *Agent) Decide(ctx context.Context, approvalID string, d Decision) (Approval, bool, error) {
+	if d.At.IsZero() {
+		d.At = a.deps.Now().UTC()
+	}
+	return a.deps.Store.Decide(ctx, approvalID, d)
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newID returns a random UUID-shaped identifier.
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

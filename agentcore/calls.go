@@ -1,0 +1,371 @@
+package agentcore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore/permission"
+	"github.com/switchboard-gw/switchboard/sandbox"
+)
+
+// Results the model reads when a call did not run.
+const (
+	outcomeUnknown   = "Outcome unknown: this tool call was running when the process stopped. It may have run; check before repeating it."
+	deniedNewMessage = "the user sent a new message instead"
+)
+
+// callPlan is what will happen to one tool call of a step.
+type callPlan struct {
+	call     ToolCall
+	tool     Tool
+	args     json.RawMessage
+	run      bool   // execute it
+	approved bool   // a person approved it: no new ask at execution time
+	result   Result // when !run
+}
+
+// resolveCalls decides every open call of a step: settled, executed,
+// denied or parked on an approval. With settleAsks (a new message arrived)
+// nothing parks: pending and new asks are denied.
+func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall, settleAsks bool) (TurnResult, bool, error) {
+	st := t.a.deps.Store
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	started, err := st.StartedToolCalls(ctx, t.conv.ID)
+	if err != nil {
+		return TurnResult{}, false, fmt.Errorf("load tool ledger: %w", err)
+	}
+	approvals, err := st.ConversationApprovals(ctx, t.conv.ID, ids)
+	if err != nil {
+		return TurnResult{}, false, fmt.Errorf("load approvals: %w", err)
+	}
+	now := t.a.deps.Now().UTC()
+	plans := make([]callPlan, len(calls))
+	var asks, waiting []Approval
+	for i, c := range calls {
+		p := callPlan{call: c}
+		tool, known := t.a.deps.Tools.Get(c.Name)
+		p.tool = tool
+		if json.Valid([]byte(c.Arguments)) {
+			p.args = json.RawMessage(c.Arguments)
+		}
+		ap, hasApproval := approvals[c.ID]
+		switch {
+		case started[c.ID]:
+			p.result = ErrorResult(outcomeUnknown)
+		case hasApproval:
+			if ap.State == ApprovalPending && (settleAsks || now.After(ap.Expires)) {
+				d := Decision{State: ApprovalDenied, Reason: deniedNewMessage, By: "switchboard", At: now}
+				if !settleAsks {
+					d = Decision{State: ApprovalExpired, Reason: "the approval expired before anyone decided", By: "switchboard", At: now}
+				}
+				ap, _, err = st.Decide(ctx, ap.ID, d)
+				if err != nil {
+					return TurnResult{}, false, fmt.Errorf("settle approval %s: %w", ap.ID, err)
+				}
+				t.em.emit(Event{Type: EventApprovalDecision, RunID: asst.RunID, ToolCallID: c.ID, Approval: &ap})
+			}
+			switch ap.State {
+			case ApprovalPending:
+				waiting = append(waiting, ap)
+			case ApprovalAllowed, ApprovalAlways:
+				p.run, p.approved = true, true
+			default:
+				p.result = deniedResult(ap)
+			}
+		case !known:
+			p.result = t.a.deps.Tools.unknownTool(c.Name)
+		case p.args == nil:
+			p.result = ErrorResult("Invalid arguments: not a JSON object (%q). Send a JSON object matching the %s tool's schema.", clip(c.Arguments, 200), c.Name)
+		default:
+			dec := t.classify(ctx, c)
+			switch dec.Decision {
+			case permission.Allow:
+				p.run = true
+			case permission.Deny:
+				p.result = ErrorResult("Permission denied: %s", dec.Reason)
+			default:
+				switch {
+				case settleAsks:
+					p.result = ErrorResult("Not run: it needed approval, and %s.", deniedNewMessage)
+				case t.in.DenyAsks != "":
+					p.result = ErrorResult("Permission denied: this call needs approval (%s), but %s.", dec.Reason, t.in.DenyAsks)
+				default:
+					asks = append(asks, t.newApproval(c, p.args, dec, now))
+				}
+			}
+		}
+		plans[i] = p
+	}
+	if len(asks) > 0 {
+		if err := st.CreateApprovals(ctx, asks); err != nil {
+			return TurnResult{}, false, fmt.Errorf("store approvals: %w", err)
+		}
+		for i := range asks {
+			t.em.emit(Event{Type: EventApprovalRequest, RunID: asst.RunID, ToolCallID: asks[i].ToolCallID, ToolName: asks[i].ToolName, Approval: &asks[i]})
+		}
+	}
+	if pending := append(waiting, asks...); len(pending) > 0 {
+		return TurnResult{StopReason: StopRequiresApproval, Text: t.lastText, Pending: pending}, true, nil
+	}
+	if err := t.execute(ctx, asst, plans); err != nil {
+		return TurnResult{}, false, err
+	}
+	return TurnResult{}, false, nil
+}
+
+func deniedResult(ap Approval) Result {
+	who := ap.DecidedBy
+	if who == "" {
+		who = "a person"
+	}
+	switch ap.State {
+	case ApprovalExpired:
+		return ErrorResult("Permission denied: the approval expired before anyone decided. Ask again only if it is still needed.")
+	default:
+		if ap.DecisionReason != "" {
+			return ErrorResult("Permission denied by %s: %s", who, ap.DecisionReason)
+		}
+		return ErrorResult("Permission denied by %s.", who)
+	}
+}
+
+// classify runs the permission checker with the agent's stored "Always"
+// rules added to its allow rules.
+func (t *turn) classify(ctx context.Context, c ToolCall) permission.Result {
+	pol := t.a.cfg.Policy
+	if rules, err := t.a.deps.Store.AgentRules(ctx, t.a.cfg.ID); err == nil && len(rules) > 0 {
+		pol.Allow = append(append([]permission.Rule(nil), pol.Allow...), parseRules(rules)...)
+	}
+	return pol.Check(permission.Call{Tool: c.Name, Args: json.RawMessage(c.Arguments)})
+}
+
+func parseRules(rules []string) []permission.Rule {
+	var out []permission.Rule
+	for _, s := range rules {
+		if r, err := permission.ParseRule(s); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Result, now time.Time) Approval {
+	ap := Approval{
+		ID:             "ap-" + randomID(6),
+		ConversationID: t.conv.ID,
+		AgentID:        t.a.cfg.ID,
+		ToolCallID:     c.ID,
+		ToolName:       c.Name,
+		Arguments:      c.Arguments,
+		Summary:        summarizeCall(c.Name, args),
+		Reason:         dec.Reason,
+		Rule:           dec.Suggest,
+		Workdir:        t.a.deps.Env.Workspace,
+		Requester:      t.in.Requester,
+		Approvers:      t.a.cfg.Approvers,
+		State:          ApprovalPending,
+		Created:        now,
+		Expires:        now.Add(t.a.cfg.ApprovalTimeout),
+	}
+	if d, ok := t.a.deps.Tools.Get(c.Name); ok {
+		if dp, ok := d.(DiffPreviewer); ok {
+			if diff, err := dp.PreviewDiff(args, &t.a.deps.Env); err == nil {
+				ap.Diff = clip(diff, 4000)
+			}
+		}
+	}
+	return ap
+}
+
+// DiffPreviewer is implemented by tools that can show the change a call
+// would make (Write, Edit), for approval messages.
+type DiffPreviewer interface {
+	PreviewDiff(args json.RawMessage, env *ToolEnv) (string, error)
+}
+
+// summarizeCall is a one-line description of a call for people.
+func summarizeCall(name string, args json.RawMessage) string {
+	var m map[string]any
+	_ = json.Unmarshal(args, &m)
+	pick := func(keys ...string) string {
+		for _, k := range keys {
+			if s, ok := m[k].(string); ok && s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	if s := pick("command", "file_path", "pattern", "query", "description"); s != "" {
+		return name + ": " + clip(s, 300)
+	}
+	return name + " " + clip(string(args), 300)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// execute runs the plans' calls (batched by resource: reads in parallel,
+// writes serialized per path, exclusive calls alone, in call order) and
+// appends every result in call order.
+func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) error {
+	env := &t.a.deps.Env
+	// Re-check each call right before it runs: a deny rule or guard that
+	// matches now wins; an approval is not asked again.
+	for i := range plans {
+		p := &plans[i]
+		if !p.run {
+			continue
+		}
+		dec := t.classify(ctx, p.call)
+		if dec.Decision == permission.Deny {
+			p.run = false
+			p.result = ErrorResult("Permission denied at execution time: %s", dec.Reason)
+		}
+	}
+	var batch []int
+	flush := func() {
+		var wg sync.WaitGroup
+		for _, i := range batch {
+			wg.Add(1)
+			go func(p *callPlan) {
+				defer wg.Done()
+				p.result = t.runOne(ctx, p)
+			}(&plans[i])
+		}
+		wg.Wait()
+		batch = batch[:0]
+	}
+	writes := map[string]bool{}
+	for i := range plans {
+		p := &plans[i]
+		if !p.run {
+			continue
+		}
+		if err := t.a.deps.Store.MarkToolStarted(ctx, t.conv.ID, p.call.ID); err != nil {
+			return fmt.Errorf("record tool start: %w", err)
+		}
+		res := p.tool.Resource(p.args, env)
+		switch res.Kind {
+		case ResourceExclusive:
+			flush()
+			clear(writes)
+			batch = append(batch, i)
+			flush()
+		case ResourceWrite:
+			if writes[res.Path] {
+				flush()
+				clear(writes)
+			}
+			writes[res.Path] = true
+			batch = append(batch, i)
+		default:
+			batch = append(batch, i)
+		}
+	}
+	flush()
+
+	msgs := make([]Message, 0, len(plans))
+	for _, p := range plans {
+		r := p.result
+		content := env.Redactor.Redact(r.Content)
+		if out, cut := sandbox.Clamp(content, t.a.cfg.ClampChars); cut {
+			note := ""
+			if env.OverflowDir != "" {
+				path, err := sandbox.WriteOverflow(env.OverflowDir, p.call.ID, content, env.Redactor)
+				if err == nil {
+					note = fmt.Sprintf("\n[Output was %d characters; the full output is in %s — Read it with offset/limit or Grep it.]", len([]rune(content)), path)
+				}
+			}
+			content = out + note
+		}
+		msgs = append(msgs, Message{
+			Role:       RoleTool,
+			ToolCallID: p.call.ID,
+			ToolName:   p.call.Name,
+			IsError:    r.IsError,
+			Parts:      []Part{{Type: PartText, Text: content}},
+			RunID:      asst.RunID,
+		})
+	}
+	if rem := t.memoryReminder(ctx); rem != "" && len(msgs) > 0 {
+		last := &msgs[len(msgs)-1]
+		last.Parts = append(last.Parts, Part{Type: PartReminder, Text: rem})
+	}
+	stored, err := t.append(context.WithoutCancel(ctx), msgs...)
+	if err != nil {
+		return err
+	}
+	for i, m := range stored {
+		ev := Event{Type: EventToolResult, RunID: asst.RunID, UUID: m.ID, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: m.Parts[0].Text, IsError: m.IsError}
+		ev.Attachments = plans[i].result.Attachments
+		t.em.emit(ev)
+		if len(plans[i].result.Todos) > 0 {
+			t.em.emit(Event{Type: EventPlan, RunID: asst.RunID, ToolCallID: m.ToolCallID, Todos: plans[i].result.Todos})
+		}
+	}
+	return nil
+}
+
+// runOne runs one call, committing memory when it wrote there.
+func (t *turn) runOne(ctx context.Context, p *callPlan) (res Result) {
+	env := &t.a.deps.Env
+	defer func() {
+		if r := recover(); r != nil {
+			res = ErrorResult("Tool %s failed unexpectedly: %v", p.call.Name, r)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return ErrorResult("Cancelled before it ran.")
+	}
+	res = p.tool.Run(ctx, p.args, env)
+	if mem := t.a.deps.Memory; mem != nil {
+		r := p.tool.Resource(p.args, env)
+		if r.Kind == ResourceWrite && inDir(r.Path, mem.Dir()) {
+			if _, err := mem.Commit(context.WithoutCancel(ctx), fmt.Sprintf("%s %s", p.call.Name, relTo(mem.Dir(), r.Path))); err != nil {
+				return ErrorResult("The memory change was not kept: %v. The file was restored; fix the content and try again.", err)
+			}
+		}
+	}
+	return res
+}
+
+func inDir(path, dir string) bool {
+	if path == "" || dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+func relTo(dir, path string) string {
+	if rel, err := filepath.Rel(dir, path); err == nil {
+		return rel
+	}
+	return path
+}
+
+func jsonOrString(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}

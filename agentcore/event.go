@@ -1,0 +1,109 @@
+package agentcore
+
+import (
+	"encoding/json"
+	"sync"
+)
+
+// EventType names an event; the names are the stream-json contract
+// (DESIGN §7).
+type EventType string
+
+// Event types.
+const (
+	EventAssistantDelta   EventType = "assistant_delta"
+	EventReasoningDelta   EventType = "reasoning_delta"
+	EventAssistantMessage EventType = "assistant_message"
+	EventToolCall         EventType = "tool_call"
+	EventToolResult       EventType = "tool_result"
+	EventApprovalRequest  EventType = "approval_request"
+	EventApprovalDecision EventType = "approval_decision"
+	EventPlan             EventType = "plan"
+	EventTaskStarted      EventType = "task_started"
+	EventTaskNotification EventType = "task_notification"
+	EventCompaction       EventType = "compaction"
+)
+
+// Event is anything a turn emits. One event model serves every host.
+// Identity follows the Agent SDK rules: RunID+SeqID is a replay cursor,
+// OTID identifies an assistant or reasoning slice (together with Type),
+// UUID is the message id, ToolCallID joins a call with its result.
+type Event struct {
+	Type           EventType       `json:"type"`
+	RunID          string          `json:"runId"`
+	SeqID          int64           `json:"seqId"`
+	UUID           string          `json:"uuid,omitempty"`
+	OTID           string          `json:"otid,omitempty"`
+	ToolCallID     string          `json:"toolCallId,omitempty"`
+	AgentID        string          `json:"agentId,omitempty"`
+	ConversationID string          `json:"conversationId,omitempty"`
+	Text           string          `json:"text,omitempty"`
+	ToolName       string          `json:"toolName,omitempty"`
+	Arguments      json.RawMessage `json:"arguments,omitempty"`
+	IsError        bool            `json:"isError,omitempty"`
+	Approval       *Approval       `json:"approval,omitempty"`
+	Todos          []Todo          `json:"todos,omitempty"`
+	Attachments    []string        `json:"attachments,omitempty"`
+}
+
+// Todo is one item of the agent's plan (TodoWrite).
+type Todo struct {
+	Content  string `json:"content"`
+	Status   string `json:"status"`             // pending | in_progress | completed
+	Priority string `json:"priority,omitempty"` // high | medium | low
+}
+
+// Sink receives a turn's events in order, from the goroutine running the
+// turn. It must not block for long.
+type Sink interface {
+	Emit(e Event)
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(Event)
+
+// Emit calls f(e).
+func (f SinkFunc) Emit(e Event) { f(e) }
+
+// Discard is a Sink that drops every event.
+var Discard Sink = SinkFunc(func(Event) {})
+
+// emitter stamps events with identity and counts seqIds per run.
+type emitter struct {
+	mu      sync.Mutex
+	sink    Sink
+	redact  func(string) string
+	agentID string
+	convID  string
+	seq     map[string]int64
+}
+
+func newEmitter(sink Sink, redact func(string) string, agentID, convID string) *emitter {
+	if sink == nil {
+		sink = Discard
+	}
+	return &emitter{sink: sink, redact: redact, agentID: agentID, convID: convID, seq: map[string]int64{}}
+}
+
+func (em *emitter) emit(e Event) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	em.seq[e.RunID]++
+	e.SeqID = em.seq[e.RunID]
+	e.AgentID = em.agentID
+	e.ConversationID = em.convID
+	if em.redact != nil {
+		e.Text = em.redact(e.Text)
+		if len(e.Arguments) > 0 {
+			e.Arguments = json.RawMessage(em.redact(string(e.Arguments)))
+		}
+		if e.Approval != nil {
+			a := *e.Approval
+			a.Arguments = em.redact(a.Arguments)
+			a.Summary = em.redact(a.Summary)
+			a.Diff = em.redact(a.Diff)
+			e.Approval = &a
+		}
+	}
+	em.sink.Emit(e)
+}

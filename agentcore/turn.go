@@ -1,0 +1,376 @@
+package agentcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// InputKind says what started a turn.
+type InputKind string
+
+// Input kinds.
+const (
+	// InputUser is a message from a person.
+	InputUser InputKind = "user"
+	// InputResume continues a turn parked on approvals after a decision.
+	InputResume InputKind = "resume"
+	// InputNotification is a harness message such as a task report.
+	InputNotification InputKind = "notification"
+)
+
+// Input is what a turn starts from.
+type Input struct {
+	Kind  InputKind
+	Parts []Part
+	// Requester is the qualified id of who started the turn; by default
+	// they may decide its approvals.
+	Requester string
+	// Speaker and Origin describe who speaks and from where, for the
+	// reminder on the user message ("alice (telegram:4242)", "Telegram DM").
+	Speaker string
+	Origin  string
+	// DenyAsks, when set, turns every "ask" into a denial with this reason:
+	// for hosts where nobody can answer (run -p with text input).
+	DenyAsks string
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	AgentID        string
+	ConversationID string
+	TurnID         string
+	StopReason     StopReason
+	Text           string // the last assistant text of the turn
+	Steps          int
+	Usage          Usage
+	Pending        []Approval // approvals the turn waits on (requires_approval)
+	Error          string     // for StopError: what happened, for people
+	Duration       time.Duration
+}
+
+// Turn runs one turn of a conversation: it takes the conversation's lease
+// (ErrBusy when another worker holds it), settles calls left from an
+// earlier step, appends the input and steps the model until the agent
+// stops. A returned error means storage failed; model and tool failures end
+// the turn with StopError and a message in the result.
+func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink Sink) (TurnResult, error) {
+	start := a.deps.Now()
+	st := a.deps.Store
+	conv, err := st.Conversation(ctx, conversationID)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("load conversation %s: %w", conversationID, err)
+	}
+	if conv.AgentID != a.cfg.ID {
+		return TurnResult{}, fmt.Errorf("conversation %s belongs to agent %s, not %s", conversationID, conv.AgentID, a.cfg.ID)
+	}
+	ok, err := st.AcquireLease(ctx, conversationID, a.deps.Owner, a.cfg.LeaseTTL)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("take lease on %s: %w", conversationID, err)
+	}
+	if !ok {
+		return TurnResult{}, ErrBusy
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.renewLease(ctx, conversationID, cancel)
+	}()
+	defer func() {
+		cancel(nil)
+		wg.Wait()
+		_ = st.ReleaseLease(context.WithoutCancel(ctx), conversationID, a.deps.Owner)
+	}()
+	if a.cfg.TurnTimeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, a.cfg.TurnTimeout, errTurnTimeout)
+		defer stop()
+	}
+	t := &turn{
+		a:    a,
+		conv: conv,
+		in:   in,
+		id:   "turn-" + randomID(8),
+		em:   newEmitter(sink, a.deps.Env.Redactor.Redact, a.cfg.ID, conv.ID),
+	}
+	res, err := t.run(ctx)
+	res.AgentID = a.cfg.ID
+	res.ConversationID = conv.ID
+	res.TurnID = t.id
+	res.Steps = t.steps
+	res.Usage = t.usage
+	res.Duration = a.deps.Now().Sub(start)
+	res.Text = a.deps.Env.Redactor.Redact(res.Text)
+	res.Error = a.deps.Env.Redactor.Redact(res.Error)
+	return res, err
+}
+
+var (
+	errTurnTimeout = errors.New("the turn took longer than its time limit")
+	errLeaseLost   = errors.New("lost the conversation's lease to another process")
+)
+
+// renewLease keeps the lease alive until ctx ends; losing it cancels the
+// turn.
+func (a *Agent) renewLease(ctx context.Context, convID string, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(a.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			ok, err := a.deps.Store.RenewLease(ctx, convID, a.deps.Owner, a.cfg.LeaseTTL)
+			if err == nil && !ok {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	}
+}
+
+// turn is the state of one running turn.
+type turn struct {
+	a     *Agent
+	conv  Conversation
+	in    Input
+	id    string
+	em    *emitter
+	steps int
+	usage Usage
+	// memoryNotified is the memory revision the model last heard of.
+	memoryNotified string
+	lastText       string
+}
+
+func (t *turn) run(ctx context.Context) (TurnResult, error) {
+	st := t.a.deps.Store
+	if err := t.ensurePrompt(ctx); err != nil {
+		return TurnResult{}, err
+	}
+	view, err := st.View(ctx, t.conv.ID)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
+	}
+	t.memoryNotified = lastMemoryRevision(view, t.conv.PromptRevision)
+
+	// Settle the calls an earlier step left without results.
+	if asst, calls := unansweredCalls(view); len(calls) > 0 {
+		res, parked, err := t.resolveCalls(ctx, asst, calls, t.in.Kind != InputResume)
+		if err != nil {
+			return TurnResult{}, err
+		}
+		if parked {
+			return res, nil
+		}
+	} else if t.in.Kind == InputResume {
+		// Nothing waits for a decision any more (another process resumed
+		// it, or the approvals were settled by a new message).
+		return TurnResult{StopReason: StopEndTurn}, nil
+	}
+
+	if t.in.Kind != InputResume {
+		msg := Message{Role: RoleUser, Parts: t.userParts(ctx, view)}
+		if _, err := t.append(ctx, msg); err != nil {
+			return TurnResult{}, err
+		}
+	}
+	return t.loop(ctx)
+}
+
+// loop steps the model until the turn stops.
+func (t *turn) loop(ctx context.Context) (TurnResult, error) {
+	for {
+		if t.steps >= t.a.cfg.MaxSteps {
+			return TurnResult{StopReason: StopMaxSteps, Text: t.lastText,
+				Error: fmt.Sprintf("stopped after %d steps (max_steps); send a message to continue", t.steps)}, nil
+		}
+		asst, resp, res, err := t.step(ctx)
+		if err != nil || res != nil {
+			if res == nil {
+				res = &TurnResult{}
+			}
+			return *res, err
+		}
+		if len(asst.ToolCalls) == 0 {
+			if resp.FinishReason == "length" {
+				return TurnResult{StopReason: StopMaxTokens, Text: t.lastText,
+					Error: "the model reached its output token limit (max_output_tokens)"}, nil
+			}
+			return TurnResult{StopReason: StopEndTurn, Text: t.lastText}, nil
+		}
+		res2, parked, err := t.resolveCalls(ctx, asst, asst.ToolCalls, false)
+		if err != nil {
+			return TurnResult{}, err
+		}
+		if parked {
+			return res2, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return t.cancelled(ctx), nil
+		}
+	}
+}
+
+func (t *turn) cancelled(ctx context.Context) TurnResult {
+	cause := context.Cause(ctx)
+	reason := StopCancelled
+	msg := "cancelled"
+	switch {
+	case errors.Is(cause, errTurnTimeout):
+		reason, msg = StopError, cause.Error()
+	case errors.Is(cause, errLeaseLost):
+		reason, msg = StopError, cause.Error()
+	}
+	return TurnResult{StopReason: reason, Text: t.lastText, Error: msg}
+}
+
+// step makes one model call and persists its assistant message. A non-nil
+// *TurnResult means the turn ends here.
+func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error) {
+	st := t.a.deps.Store
+	view, err := st.View(ctx, t.conv.ID)
+	if err != nil {
+		return Message{}, Response{}, nil, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
+	}
+	t.steps++
+	run := Run{
+		ID:             "run-" + newID(),
+		ConversationID: t.conv.ID,
+		TurnID:         t.id,
+		Step:           t.steps,
+		Model:          t.a.cfg.Model,
+		Started:        t.a.deps.Now().UTC(),
+	}
+	if err := st.StartRun(ctx, run); err != nil {
+		return Message{}, Response{}, nil, fmt.Errorf("record run: %w", err)
+	}
+	msgID := newID()
+	req := Request{
+		Model:           t.a.cfg.Model,
+		System:          t.conv.SystemPrompt,
+		Messages:        view,
+		Tools:           t.a.deps.Tools.Specs(),
+		MaxOutputTokens: t.a.cfg.MaxOutputTokens,
+	}
+	resp, err := t.a.deps.Provider.Step(ctx, req, func(d Delta) {
+		typ := EventAssistantDelta
+		if d.Kind == DeltaReasoning {
+			typ = EventReasoningDelta
+		}
+		t.em.emit(Event{Type: typ, RunID: run.ID, UUID: msgID, OTID: msgID, Text: d.Text})
+	})
+	run.Finished = t.a.deps.Now().UTC()
+	run.Usage = resp.Usage
+	t.usage = t.usage.Add(resp.Usage)
+	if err != nil {
+		res := TurnResult{StopReason: StopError, Text: t.lastText, Error: UserMessage(err)}
+		if ctx.Err() != nil {
+			res = t.cancelled(ctx)
+		}
+		run.StopReason, run.Error = res.StopReason, res.Error
+		if ferr := st.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+			return Message{}, resp, nil, fmt.Errorf("record run: %w", ferr)
+		}
+		return Message{}, resp, &res, nil
+	}
+	asst := Message{
+		ID:        msgID,
+		Role:      RoleAssistant,
+		Reasoning: resp.Reasoning,
+		ToolCalls: resp.ToolCalls,
+		RunID:     run.ID,
+	}
+	if resp.Text != "" {
+		asst.Parts = []Part{{Type: PartText, Text: resp.Text}}
+	}
+	stored, err := t.append(context.WithoutCancel(ctx), asst)
+	if err != nil {
+		return Message{}, resp, nil, err
+	}
+	asst = stored[0]
+	if resp.Text != "" {
+		t.lastText = resp.Text
+		t.em.emit(Event{Type: EventAssistantMessage, RunID: run.ID, UUID: asst.ID, OTID: asst.ID, Text: resp.Text})
+	}
+	for _, c := range asst.ToolCalls {
+		t.em.emit(Event{Type: EventToolCall, RunID: run.ID, UUID: asst.ID, ToolCallID: c.ID, ToolName: c.Name, Arguments: jsonOrString(c.Arguments)})
+	}
+	switch {
+	case len(asst.ToolCalls) > 0:
+		run.StopReason = StopToolUse
+	case resp.FinishReason == "length":
+		run.StopReason = StopMaxTokens
+	default:
+		run.StopReason = StopEndTurn
+	}
+	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+		return Message{}, resp, nil, fmt.Errorf("record run: %w", err)
+	}
+	return asst, resp, nil, nil
+}
+
+// append redacts and stores messages.
+func (t *turn) append(ctx context.Context, msgs ...Message) ([]Message, error) {
+	red := t.a.deps.Env.Redactor
+	for i := range msgs {
+		m := &msgs[i]
+		for j := range m.Parts {
+			if m.Parts[j].Type != PartImage {
+				m.Parts[j].Text = red.Redact(m.Parts[j].Text)
+			}
+		}
+		m.Reasoning = red.Redact(m.Reasoning)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Arguments = red.Redact(m.ToolCalls[j].Arguments)
+		}
+	}
+	stored, err := t.a.deps.Store.Append(ctx, t.conv.ID, msgs...)
+	if err != nil {
+		return nil, fmt.Errorf("append to transcript of %s: %w", t.conv.ID, err)
+	}
+	return stored, nil
+}
+
+// unansweredCalls returns the last assistant message of the view and its
+// tool calls that have no result after it.
+func unansweredCalls(view []Message) (Message, []ToolCall) {
+	for i := len(view) - 1; i >= 0; i-- {
+		m := view[i]
+		if m.Role == RoleUser {
+			return Message{}, nil
+		}
+		if m.Role != RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, r := range view[i+1:] {
+			if r.Role == RoleTool {
+				answered[r.ToolCallID] = true
+			}
+		}
+		var open []ToolCall
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				open = append(open, c)
+			}
+		}
+		return m, open
+	}
+	return Message{}, nil
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}

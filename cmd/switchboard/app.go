@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/agentcore/permission"
+	"github.com/switchboard-gw/switchboard/agentcore/tools"
+	"github.com/switchboard-gw/switchboard/config"
+	"github.com/switchboard-gw/switchboard/memfs"
+	"github.com/switchboard-gw/switchboard/sandbox"
+	"github.com/switchboard-gw/switchboard/store"
+)
+
+// app holds what every command that runs agents needs: the resolved
+// config, the store, the secret redactor and the sandbox.
+type app struct {
+	cfg      *config.Config
+	store    *store.DB
+	redactor *sandbox.Redactor
+	registry *sandbox.Registry
+	runner   *sandbox.Runner
+	log      *slog.Logger
+}
+
+// loadConfig locates and loads the configuration.
+func loadConfig() (*config.Config, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("find the current directory: %w", err)
+	}
+	paths, err := config.Locate(os.LookupEnv, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(paths, os.LookupEnv)
+}
+
+// openApp loads the config, opens the data directory and kills process
+// groups a crashed switchboard left behind.
+func openApp(ctx context.Context, s *streams) (*app, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	red := sandbox.NewRedactor(cfg.Secrets()...)
+	red.Add(envSecrets(os.Environ())...)
+	level := slog.LevelWarn
+	if s.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(newRedactingHandler(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}), red))
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory %s (set SWITCHBOARD_HOME to another place?): %w", cfg.Home, err)
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.Home, "switchboard.db"))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := sandbox.OpenRegistry(filepath.Join(cfg.Home, "run", "groups"))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if n, err := reg.KillLeftovers(ctx); err != nil {
+		log.Warn("could not kill leftover tool processes", "err", err)
+	} else if n > 0 {
+		log.Info("killed tool process groups left by a crashed run", "groups", n)
+	}
+	runner := sandbox.NewRunner(sandbox.Options{Redactor: red, Registry: reg})
+	return &app{cfg: cfg, store: db, redactor: red, registry: reg, runner: runner, log: log}, nil
+}
+
+func (a *app) Close() error { return a.store.Close() }
+
+// envSecrets returns the values of environment variables whose names say
+// they hold secrets, for redaction.
+func envSecrets(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && sandbox.IsSecretName(k) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// agentOptions are per-run overrides from flags.
+type agentOptions struct {
+	permissionMode string
+	maxSteps       int
+}
+
+// agent builds the named agent with its provider, memory, tools and
+// policy.
+func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcore.Agent, error) {
+	ac, ok := a.cfg.Agents[name]
+	if !ok {
+		return nil, fmt.Errorf("no agent %q in the configuration (agents: %s); define [agents.%s] or pick one with --agent", name, strings.Join(agentNames(a.cfg), ", "), name)
+	}
+	pc := a.cfg.Providers[ac.Provider]
+	model := pc.Model
+	if ac.Model != "" {
+		model = ac.Model
+	}
+	if model == "" {
+		if err := pc.Check(); err != nil {
+			return nil, err
+		}
+	}
+	modeName := ac.PermissionMode
+	if o.permissionMode != "" {
+		modeName = o.permissionMode
+	}
+	mode, err := permission.ParseMode(modeName)
+	if err != nil {
+		return nil, err
+	}
+	memRoot := filepath.Join(a.cfg.Home, "memory")
+	memDir := filepath.Join(memRoot, name)
+	overflow := filepath.Join(a.cfg.Home, "overflow", name)
+	if err := os.MkdirAll(overflow, 0o700); err != nil {
+		return nil, fmt.Errorf("create overflow directory: %w", err)
+	}
+	repo, err := memfs.Open(ctx, memDir, memfs.Options{AgentName: name})
+	if err != nil {
+		return nil, fmt.Errorf("open memory of agent %s: %w", name, err)
+	}
+	policy := permission.Policy{
+		Mode:            mode,
+		DisallowedTools: ac.DisallowedTools,
+		Workspace:       ac.Workspace,
+		MemoryDir:       memDir,
+		MemoryRoot:      memRoot,
+		ReadOnlyDirs:    []string{overflow},
+	}
+	for _, set := range []struct {
+		in  []string
+		out *[]permission.Rule
+		key string
+	}{{ac.Allow, &policy.Allow, "allow"}, {ac.Deny, &policy.Deny, "deny"}, {ac.Ask, &policy.Ask, "ask"}} {
+		for _, s := range set.in {
+			r, err := permission.ParseRule(s)
+			if err != nil {
+				return nil, fmt.Errorf("agents.%s.%s: %w", name, set.key, err)
+			}
+			*set.out = append(*set.out, r)
+		}
+	}
+	maxSteps := ac.MaxSteps
+	if o.maxSteps > 0 {
+		maxSteps = o.maxSteps
+	}
+	preset := agentcore.DefaultPreset(name, ac.Workspace, memDir)
+	if ac.SystemPrompt != "" {
+		preset += "\n\n# Instructions for this agent\n" + ac.SystemPrompt
+	}
+	provider := agentcore.NewOpenAI(agentcore.OpenAIOptions{
+		BaseURL:         pc.BaseURL,
+		APIKey:          pc.APIKey,
+		Model:           model,
+		MaxOutputTokens: pc.MaxOutputTokens,
+		Vision:          pc.Vision,
+	})
+	env := agentcore.ToolEnv{
+		AgentID:     name,
+		Workspace:   ac.Workspace,
+		MemoryDir:   memDir,
+		OverflowDir: overflow,
+		Runner:      a.runner,
+		Redactor:    a.redactor,
+		Confine:     sandbox.Confinement(ac.Sandbox),
+		Network:     ac.Network,
+		Env:         sandbox.ScrubEnv(os.Environ(), ac.Env, a.redactor),
+		Writable:    []string{ac.Workspace, memDir},
+		Hidden:      []string{a.cfg.Home},
+		Recall:      a.store,
+	}
+	return agentcore.New(agentcore.Config{
+		ID:              name,
+		Model:           model,
+		ContextWindow:   pc.ContextWindow,
+		MaxOutputTokens: pc.MaxOutputTokens,
+		MaxSteps:        maxSteps,
+		Preset:          preset,
+		Policy:          policy,
+		Approvers:       ac.Approvers,
+		ApprovalTimeout: a.cfg.Approvals.Timeout,
+	}, agentcore.Deps{
+		Store:    a.store,
+		Provider: provider,
+		Tools:    agentcore.NewTools(tools.Default()...),
+		Memory:   memoryAdapter{repo},
+		Env:      env,
+	}), nil
+}
+
+func agentNames(cfg *config.Config) []string {
+	var names []string
+	for n := range cfg.Agents {
+		names = append(names, n)
+	}
+	return sortedStrings(names)
+}
+
+// memoryAdapter fits *memfs.Repo to agentcore.Memory.
+type memoryAdapter struct{ r *memfs.Repo }
+
+func (m memoryAdapter) Dir() string { return m.r.Dir() }
+func (m memoryAdapter) Revision(ctx context.Context) (string, error) {
+	return m.r.Revision(ctx)
+}
+func (m memoryAdapter) Compile(ctx context.Context) (string, string, error) {
+	c, err := m.r.Compile(ctx)
+	return c.Text, c.Revision, err
+}
+func (m memoryAdapter) Commit(ctx context.Context, message string) (bool, error) {
+	res, err := m.r.CommitWorkTree(ctx, message)
+	return res.Changed, err
+}
+func (m memoryAdapter) Diff(ctx context.Context, from, to string) (string, error) {
+	d, err := m.r.Diff(ctx, from, to, 4000)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range d.Changes {
+		fmt.Fprintf(&b, "%s %s\n", c.Kind, c.Path)
+	}
+	b.WriteString(d.Patch)
+	return b.String(), nil
+}
+
+// waitTurn runs a turn, waiting up to wait for a busy conversation's
+// lease.
+func waitTurn(ctx context.Context, ag *agentcore.Agent, convID string, in agentcore.Input, sink agentcore.Sink, wait time.Duration, notify func()) (agentcore.TurnResult, error) {
+	deadline := time.Now().Add(wait)
+	notified := false
+	for {
+		res, err := ag.Turn(ctx, convID, in, sink)
+		if !errors.Is(err, agentcore.ErrBusy) || time.Now().After(deadline) {
+			return res, err
+		}
+		if !notified && notify != nil {
+			notify()
+			notified = true
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/switchboard-gw/switchboard"
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+// listPackages runs `go list -deps` over the module's non-test packages
+// and returns each with its transitive project dependencies.
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", mod+"/...")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		var own []string
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, mod+"/") {
+				own = append(own, strings.TrimPrefix(d, mod+"/"))
+			}
+		}
+		p.ImportPath = strings.TrimPrefix(p.ImportPath, mod+"/")
+		p.Deps = own
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages; the test is not looking at the module", len(pkgs))
+	}
+	return pkgs
+}
+
+func under(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
+
+// allowed says whether package p may depend (transitively) on package d.
+func allowed(p, d string) (bool, string) {
+	switch {
+	case under(d, "cmd"):
+		return false, "nothing imports cmd"
+	case under(d, "config") && !under(p, "cmd"):
+		return false, "only cmd reads config"
+	case under(d, "internal/fakemodel") && !under(p, "cmd") && !under(p, "bench"):
+		return false, "the fake model is for tests and benchmarks only"
+	}
+	switch {
+	case under(p, "memfs"), under(p, "sandbox"), under(p, "config"):
+		return false, "memfs, sandbox and config are leaves"
+	case p == "channels":
+		return false, "channels imports no project package"
+	case under(p, "channels"):
+		return d == "channels", "a channel adapter imports channels only"
+	case under(p, "agentcore"):
+		return under(d, "agentcore") || under(d, "memfs") || under(d, "sandbox"),
+			"agentcore imports memfs and sandbox, never channels, gateway or store"
+	case under(p, "gateway"):
+		return under(d, "gateway") || under(d, "channels") || under(d, "agentcore") || under(d, "memfs") || under(d, "sandbox"),
+			"gateway imports channels and agentcore, never store"
+	case under(p, "store"):
+		return under(d, "agentcore") || under(d, "gateway") || under(d, "channels") || under(d, "memfs") || under(d, "sandbox"),
+			"store implements the ports of agentcore and gateway"
+	}
+	return true, ""
+}
+
+func TestImportRules(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, d := range p.Deps {
+			if ok, why := allowed(p.ImportPath, d); !ok {
+				t.Errorf("%s depends on %s: %s (DESIGN §3)", p.ImportPath, d, why)
+			}
+		}
+	}
+}
+
+func TestRulesCatchViolations(t *testing.T) {
+	bad := [][2]string{
+		{"agentcore", "store"},
+		{"agentcore", "gateway"},
+		{"agentcore/tools", "channels"},
+		{"channels/telegram", "gateway"},
+		{"channels/telegram", "agentcore"},
+		{"gateway", "store"},
+		{"gateway", "config"},
+		{"memfs", "sandbox"},
+		{"sandbox", "agentcore"},
+		{"store", "cmd/switchboard"},
+		{"agentcore", "internal/fakemodel"},
+	}
+	for _, c := range bad {
+		if ok, _ := allowed(c[0], c[1]); ok {
+			t.Errorf("allowed(%s, %s) = true, want a violation", c[0], c[1])
+		}
+	}
+	good := [][2]string{
+		{"cmd/switchboard", "config"},
+		{"cmd/switchboard", "store"},
+		{"agentcore", "sandbox"},
+		{"agentcore", "agentcore/permission"},
+		{"store", "agentcore"},
+		{"gateway", "channels"},
+		{"channels/telegram", "channels"},
+	}
+	for _, c := range good {
+		if ok, why := allowed(c[0], c[1]); !ok {
+			t.Errorf("allowed(%s, %s) = false (%s), want allowed", c[0], c[1], why)
+		}
+	}
+}
