@@ -33,6 +33,10 @@ type Input struct {
 	// reminder on the user message ("alice (telegram:4242)", "Telegram DM").
 	Speaker string
 	Origin  string
+	// MessageID, when set, is the id the input's message gets. A host that
+	// retries an input after a crash passes the same id, and the turn
+	// continues instead of appending the input twice.
+	MessageID string
 	// DenyAsks, when set, turns every "ask" into a denial with this reason:
 	// for hosts where nobody can answer (run -p with text input).
 	DenyAsks string
@@ -159,23 +163,36 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 	t.memoryNotified = lastMemoryRevision(view, t.conv.PromptRevision)
 
+	// An input whose message is already in view was appended by an earlier
+	// attempt that died (the host retries its queue item): continue that
+	// turn instead of appending the input again.
+	replay := t.in.Kind != InputResume && t.in.MessageID != "" && hasMessage(view, t.in.MessageID)
+	if replay {
+		if last := view[len(view)-1]; last.Role == RoleAssistant && len(last.ToolCalls) == 0 && last.ID != t.in.MessageID {
+			return TurnResult{StopReason: StopEndTurn, Text: last.Text()}, nil
+		}
+	}
+
 	// Settle the calls an earlier step left without results.
 	if asst, calls := unansweredCalls(view); len(calls) > 0 {
-		res, parked, err := t.resolveCalls(ctx, asst, calls, t.in.Kind != InputResume)
+		res, parked, err := t.resolveCalls(ctx, asst, calls, t.in.Kind != InputResume && !replay)
 		if err != nil {
 			return TurnResult{}, err
 		}
 		if parked {
 			return res, nil
 		}
-	} else if t.in.Kind == InputResume {
+	} else if t.in.Kind == InputResume || replay {
+		if replay {
+			return t.loop(ctx)
+		}
 		// Nothing waits for a decision any more (another process resumed
 		// it, or the approvals were settled by a new message).
 		return TurnResult{StopReason: StopEndTurn}, nil
 	}
 
-	if t.in.Kind != InputResume {
-		msg := Message{Role: RoleUser, Parts: t.userParts(ctx, view)}
+	if t.in.Kind != InputResume && !replay {
+		msg := Message{ID: t.in.MessageID, Role: RoleUser, Parts: t.userParts(ctx, view)}
 		if _, err := t.append(ctx, msg); err != nil {
 			return TurnResult{}, err
 		}
@@ -363,6 +380,15 @@ func unansweredCalls(view []Message) (Message, []ToolCall) {
 		return m, open
 	}
 	return Message{}, nil
+}
+
+func hasMessage(view []Message, id string) bool {
+	for i := len(view) - 1; i >= 0; i-- {
+		if view[i].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func joinNonEmpty(sep string, parts ...string) string {

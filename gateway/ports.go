@@ -1,0 +1,198 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by the gateway's storage ports when a record
+// does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Binding maps a chat location to a conversation (and so to an agent).
+type Binding struct {
+	Location       string // channels.Location.String()
+	AgentID        string
+	ConversationID string
+	Created        time.Time
+}
+
+// Bindings stores location → conversation bindings.
+type Bindings interface {
+	// Binding returns the binding of a location or ErrNotFound.
+	Binding(ctx context.Context, location string) (Binding, error)
+	// Bind creates or replaces the binding of b.Location.
+	Bind(ctx context.Context, b Binding) error
+	// BindingsOf returns the bindings that point at a conversation.
+	BindingsOf(ctx context.Context, conversationID string) ([]Binding, error)
+}
+
+// ItemKind says what a queue item asks the worker to do.
+type ItemKind string
+
+// Queue item kinds.
+const (
+	ItemMessage      ItemKind = "message"      // a person's message: a turn
+	ItemResume       ItemKind = "resume"       // continue a turn parked on approvals
+	ItemNotification ItemKind = "notification" // a harness message (task report)
+)
+
+// Item is one durable unit of work for a conversation's worker.
+type Item struct {
+	ID             int64
+	ConversationID string
+	AgentID        string
+	Kind           ItemKind
+	// Location is where replies go (channels.Location.String()).
+	Location string
+	// Payload is the item's JSON body (for messages: the inbound text,
+	// sender and attachments as the gateway encodes them).
+	Payload []byte
+	Created time.Time
+	// Attempts counts how often a worker took the item; an item taken by
+	// a process that died is taken again.
+	Attempts int
+}
+
+// Queue is the durable per-conversation work queue. Items of one
+// conversation are worked in ID order.
+type Queue interface {
+	// Enqueue stores an item. When dedupeKey is not empty and was seen
+	// within its expiry, nothing is stored and enqueued is false: the
+	// platform retried an event it already delivered. The dedupe key and
+	// the item are written in one transaction.
+	Enqueue(ctx context.Context, it Item, dedupeKey string, dedupeTTL time.Duration) (id int64, enqueued bool, err error)
+	// Peek returns the oldest unfinished item of a conversation, or
+	// ErrNotFound. It increments the item's Attempts.
+	Peek(ctx context.Context, conversationID string) (Item, error)
+	// Complete marks an item done (it is never returned again).
+	Complete(ctx context.Context, id int64) error
+	// Pending returns the unfinished items of a conversation in order.
+	Pending(ctx context.Context, conversationID string) ([]Item, error)
+	// Busy lists conversations that have unfinished items (for recovery
+	// after a restart).
+	Busy(ctx context.Context) ([]string, error)
+}
+
+// Pairing is a one-time code an unknown user got in a DM; an admin
+// approves it to allow the user.
+type Pairing struct {
+	Code     string
+	Channel  string
+	UserID   string // bare platform id
+	UserName string
+	Location string // the DM where the code was given
+	Created  time.Time
+	Expires  time.Time
+	Approved bool
+}
+
+// Pairings stores pairing codes and paired users.
+type Pairings interface {
+	// CreatePairing stores a code unless the channel already has max
+	// unexpired pending codes (then ok is false). A user with a pending
+	// unexpired code gets that code back instead of a new one.
+	CreatePairing(ctx context.Context, p Pairing, max int, now time.Time) (stored Pairing, ok bool, err error)
+	// ApprovePairing marks an unexpired pending code approved and the user
+	// paired; ErrNotFound when no such pending code exists.
+	ApprovePairing(ctx context.Context, code string, now time.Time) (Pairing, error)
+	// Paired reports whether channel:userID has been paired.
+	Paired(ctx context.Context, channel, userID string) (bool, error)
+}
+
+// ButtonAction is what an approval button does.
+type ButtonAction string
+
+// Button actions.
+const (
+	ButtonApprove ButtonAction = "approve"
+	ButtonAlways  ButtonAction = "always"
+	ButtonDeny    ButtonAction = "deny"
+)
+
+// Button is the record behind an opaque button token.
+type Button struct {
+	Token      string
+	ApprovalID string
+	Action     ButtonAction
+	Created    time.Time
+}
+
+// ApprovalPost is one posted copy of an approval message.
+type ApprovalPost struct {
+	ApprovalID string
+	Location   string
+	MessageID  string // platform message id, "" until sent
+	OutboxID   int64  // the outbox item that sends it
+}
+
+// Buttons stores button tokens and where approval messages were posted.
+type Buttons interface {
+	CreateButtons(ctx context.Context, bs []Button) error
+	// Button looks a token up; ErrNotFound for unknown tokens.
+	Button(ctx context.Context, token string) (Button, error)
+	AddApprovalPost(ctx context.Context, p ApprovalPost) error
+	ApprovalPosts(ctx context.Context, approvalID string) ([]ApprovalPost, error)
+}
+
+// OutboundKind says what an outbox item does on the platform.
+type OutboundKind string
+
+// Outbound kinds.
+const (
+	OutboundSend OutboundKind = "send"
+	OutboundEdit OutboundKind = "edit"
+)
+
+// Outbound is one durable outgoing platform call.
+type Outbound struct {
+	ID       int64
+	Kind     OutboundKind
+	Location string // channels.Location.String()
+	// MessageID is the platform message to edit (OutboundEdit), or, once
+	// sent, the id the platform gave a sent message.
+	MessageID string
+	// EditOf names another outbox item whose sent message this edit
+	// targets, for edits queued before that send happened.
+	EditOf int64
+	// Body is the message as the gateway encodes it (JSON).
+	Body     []byte
+	Attempts int
+	NextAt   time.Time
+	Created  time.Time
+	Sent     bool
+	LastErr  string
+}
+
+// Outbox stores outgoing platform calls until they succeed.
+type Outbox interface {
+	// EnqueueOutbound stores items and returns their ids, in order.
+	EnqueueOutbound(ctx context.Context, items ...Outbound) ([]int64, error)
+	// DueOutbound returns unsent items whose NextAt has come, oldest first.
+	DueOutbound(ctx context.Context, now time.Time, limit int) ([]Outbound, error)
+	// OutboundItem returns one item.
+	OutboundItem(ctx context.Context, id int64) (Outbound, error)
+	// MarkSent records success and the platform message id.
+	MarkSent(ctx context.Context, id int64, messageID string) error
+	// Retry records a failure and when to try again; permanent failures
+	// are marked sent with LastErr set, so they are never retried.
+	Retry(ctx context.Context, id int64, next time.Time, lastErr string, permanent bool) error
+}
+
+// CompleteWith is implemented by stores that can complete a queue item
+// and enqueue outbound items in one transaction, so a turn's final reply
+// is durable exactly when its input is marked done.
+type CompleteWith interface {
+	CompleteWithOutbound(ctx context.Context, itemID int64, items ...Outbound) ([]int64, error)
+}
+
+// Store is every storage port the gateway needs.
+type Store interface {
+	Bindings
+	Queue
+	Pairings
+	Buttons
+	Outbox
+	CompleteWith
+}
