@@ -13,6 +13,9 @@ const maxCwds = 16
 // the checker gives up and asks.
 const maxGlobMatches = 1000
 
+// maxGlobs bounds how many glob arguments one Check expands.
+const maxGlobs = 16
+
 // bashSubject is a call of Bash.
 type bashSubject struct {
 	ck       *checker
@@ -149,6 +152,10 @@ func (s *bashSubject) globTargets(w wordInfo) ([]target, bool) {
 	if !ok || !w.glob {
 		return ts, ok
 	}
+	if s.ck.globBudget <= 0 {
+		return nil, false
+	}
+	s.ck.globBudget--
 	for _, t := range append([]target(nil), ts...) {
 		matches, err := filepath.Glob(t.lex)
 		if err != nil {
@@ -337,8 +344,8 @@ func (s *bashSubject) unreadable() (string, bool) {
 	if s.problem != "" {
 		return s.problem + "; a person must decide", true
 	}
-	if s.line.err != nil {
-		return fmt.Sprintf("the command line could not be parsed (%v), so no rule can vouch for it; a person must decide", s.line.err), true
+	if err := s.line.firstErr(); err != nil {
+		return fmt.Sprintf("the command line could not be checked (%v), so no rule can vouch for it; a person must decide", err), true
 	}
 	return "", false
 }
@@ -418,7 +425,16 @@ func (s *bashSubject) readOnly(c *shellCmd) (ok bool, why string) {
 		return false, fmt.Sprintf("`%s`: %s", c.src, bad)
 	}
 	for _, w := range cands {
-		ts, ok := s.globTargets(w)
+		// Check the word itself before expanding it, so /*/*/* is refused without a walk.
+		ts, ok := s.targets(w)
+		for _, t := range ts {
+			if !s.ck.readable(t) {
+				return false, fmt.Sprintf("`%s` reads %s, outside the workspace", c.src, t.real)
+			}
+		}
+		if ok && w.glob {
+			ts, ok = s.globTargets(w)
+		}
 		if !ok {
 			return false, fmt.Sprintf("`%s`: where %s leads cannot be known ahead", c.src, w.lit)
 		}

@@ -104,7 +104,30 @@ func isNeutralForFuzz(x *syntax.CallExpr) bool {
 	return false
 }
 
-// unescaped is the word's literal text with backslash escapes removed ("" if not literal).
+// unescaped is the word's text after quote removal, "" when it has any expansion. It is a
+// deliberately simple oracle: backslashes are dropped rather than interpreted.
 func unescaped(w *syntax.Word) string {
-	return strings.ReplaceAll(w.Lit(), `\`, "")
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(strings.ReplaceAll(x.Value, `\`, ""))
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				return ""
+			}
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok || x.Dollar {
+					return ""
+				}
+				b.WriteString(strings.ReplaceAll(l.Value, `\`, ""))
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
 }

@@ -71,12 +71,15 @@ type checker struct {
 	home string
 	res  resolver
 
+	parseBudget int // bytes of sh -c and eval scripts still to parse
+	globBudget  int // glob arguments still to expand
+
 	ws, mem, root dir
 	ro            []dir
 }
 
 func (p *Policy) newChecker() *checker {
-	ck := &checker{p: p}
+	ck := &checker{p: p, globBudget: maxGlobs}
 	switch p.Mode {
 	case "":
 		ck.mode = ModeStandard

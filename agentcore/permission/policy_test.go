@@ -32,7 +32,7 @@ func runCases(t *testing.T, f *fixture, cases []checkCase) {
 			p.DisallowedTools = tc.disallo
 			got := p.Check(tc.call)
 			if got.Decision != tc.want {
-				t.Fatalf("Check(%s %s) = %s (%s); want %s", tc.call.Tool, tc.call.Args, got.Decision, got.Reason, tc.want)
+				t.Fatalf("Check(%s %.200s) = %s (%.300s); want %s", tc.call.Tool, tc.call.Args, got.Decision, got.Reason, tc.want)
 			}
 			if got.Reason == "" {
 				t.Errorf("empty reason")
@@ -247,7 +247,13 @@ func TestModes(t *testing.T) {
 		{name: "ask beats allow", mode: ModeStandard, allow: []string{"Bash(git:*)"}, ask: []string{"Bash(git push:*)"}, call: bash("git push"), want: Ask},
 		{name: "ask rule read in unrestricted", mode: ModeUnrestricted, ask: []string{"Read(**/*.pem)"}, call: read("keys/a.pem"), want: Ask},
 		{name: "unrestricted allows outside", mode: ModeUnrestricted, call: write("/etc/x"), want: Allow},
-		{name: "unparseable asks in unrestricted", mode: ModeUnrestricted, call: bash("echo 'open"), want: Ask, reason: "could not be parsed"},
+		{name: "unparseable asks in unrestricted", mode: ModeUnrestricted, call: bash("echo 'open"), want: Ask, reason: "could not be checked"},
+		{name: "broken inner script asks in unrestricted", mode: ModeUnrestricted, call: bash("bash -c 'echo \"'"), want: Ask, reason: "could not be checked"},
+		{name: "too deep asks in unrestricted", mode: ModeUnrestricted, deny: []string{"Bash(rm:*)"}, call: bash(`eval eval eval eval eval rm x`), want: Ask, reason: "too deep"},
+		{name: "nested deny found", mode: ModeUnrestricted, deny: []string{"Bash(rm:*)"}, call: bash(`bash -c "sh -c 'rm x'"`), want: Deny},
+		{name: "huge eval chain", mode: ModeUnrestricted, deny: []string{"Bash(rm:*)"}, call: bash("sudo " + strings.Repeat("eval ", 12000) + "rm x"), want: Deny},
+		{name: "huge eval chain without wrapper", mode: ModeUnrestricted, deny: []string{"Bash(rm:*)"}, call: bash(strings.Repeat("eval ", 12000) + "rm x"), want: Ask},
+		{name: "too long line", mode: ModeUnrestricted, call: bash(strings.Repeat("x", maxLineLen+1)), want: Ask},
 		{name: "strict workspace read", mode: ModeStrict, call: read("src/main.go"), want: Ask, reason: "strict", suggest: str("Read(src/main.go)")},
 		{name: "standard workspace read", mode: ModeStandard, call: read("src/main.go"), want: Allow},
 		{name: "standard absolute workspace read", mode: ModeStandard, call: read(filepath.Join(f.ws, "README.md")), want: Allow},

@@ -11,9 +11,13 @@ import (
 
 const (
 	// maxLineLen is the longest command line the checker parses; longer ones ask.
-	maxLineLen = 256 << 10
+	maxLineLen = 64 << 10
 	// maxShellDepth bounds how deep sh -c and eval strings are parsed for deny and ask rules.
 	maxShellDepth = 3
+	// maxInner bounds the sh -c and eval scripts parsed per line.
+	maxInner = 16
+	// parseBudget bounds the bytes of inner scripts parsed per Check.
+	parseBudget = 4 * maxLineLen
 )
 
 // wordInfo is what the checker knows about one shell word before the shell runs.
@@ -58,6 +62,9 @@ var errTooLong = errors.New("the command line is longer than the checker reads")
 
 func (ck *checker) parseLine(src string, depth int) *shellLine {
 	l := &shellLine{ck: ck, src: src, depth: depth, cache: make(map[*syntax.Word]wordInfo)}
+	if depth == 0 {
+		ck.parseBudget = parseBudget
+	}
 	switch {
 	case len(src) > maxLineLen:
 		l.err = errTooLong
@@ -148,13 +155,18 @@ func (l *shellLine) addCall(x *syntax.CallExpr) {
 		c.other = "variable assignment"
 	}
 	l.cmds = append(l.cmds, c)
-	if l.depth >= maxShellDepth {
-		return
-	}
 	for _, st := range commandStarts(c.args) {
-		if script, ok := innerScript(c.args[st:]); ok {
-			l.inner = append(l.inner, l.ck.parseLine(script, l.depth+1))
+		script, ok := innerScript(c.args[st:])
+		if !ok {
+			continue
 		}
+		if l.depth >= maxShellDepth || len(l.inner) >= maxInner || len(script) > l.ck.parseBudget {
+			// Not looking inside would let a deny rule be dodged; the line cannot be allowed.
+			l.err = errors.New("it nests shell scripts (sh -c, eval) too deep or too large to check")
+			return
+		}
+		l.ck.parseBudget -= len(script)
+		l.inner = append(l.inner, l.ck.parseLine(script, l.depth+1))
 	}
 }
 
@@ -414,6 +426,21 @@ func innerScript(args []wordInfo) (string, bool) {
 		return "", false
 	}
 	return "", false
+}
+
+// firstErr returns the first error of the line or of a script it passes to a shell: bash
+// runs the statements before a syntax error, so a broken inner script is as unreadable as a
+// broken line.
+func (l *shellLine) firstErr() error {
+	if l.err != nil {
+		return l.err
+	}
+	for _, in := range l.inner {
+		if err := in.firstErr(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // allCmds returns the line's commands and those of the scripts it passes to shells.
