@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/sandbox"
 )
 
 // testEnv is a tool environment over a fresh workspace.
@@ -211,5 +212,33 @@ func TestFlexibleNumbers(t *testing.T) {
 		if (err != nil) != tt.err || (!tt.err && got != tt.want) {
 			t.Errorf("flexInt(%s) = %+v, %v; want %+v, err %v", tt.in, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+func TestResultsAreRedacted(t *testing.T) {
+	env := testEnv(t)
+	env.Redactor = sandbox.NewRedactor("canary-Read-s3cret")
+	writeFiles(t, env.Workspace, map[string]string{"cfg.env": "TOKEN=canary-Read-s3cret\n"})
+	for _, c := range []struct {
+		tool agentcore.Tool
+		args string
+	}{
+		{Read(), `{"file_path":"cfg.env"}`},
+		{Grep(), `{"pattern":"TOKEN","output_mode":"content"}`},
+		{Edit(), `{"file_path":"cfg.env","old_string":"TOKEN=","new_string":"KEY="}`},
+	} {
+		res := run(t, c.tool, env, c.args)
+		if strings.Contains(res.Content, "canary-Read-s3cret") || !strings.Contains(res.Content, sandbox.Redacted) {
+			t.Errorf("%s result not redacted: %q", c.tool.Spec().Name, res.Content)
+		}
+	}
+}
+
+func TestPanicBecomesErrorResult(t *testing.T) {
+	tl := newTool("Boom", "explodes", `{"type":"object","properties":{"x":{"type":"string"}}}`, nil,
+		func(context.Context, json.RawMessage, *agentcore.ToolEnv) agentcore.Result { panic("kaboom") })
+	res := tl.Run(context.Background(), nil, testEnv(t))
+	if !res.IsError || !strings.HasPrefix(res.Content, "Internal error in Boom: kaboom.") {
+		t.Fatalf("got %+v", res)
 	}
 }
