@@ -28,9 +28,11 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().BoolVarP(&s.verbose, "verbose", "v", false, "log debug details to stderr")
 	root.AddCommand(
+		newServeCmd(s),
 		newRunCmd(s),
 		newChatCmd(s),
 		newAgentsCmd(s),
+		newPairCmd(s),
 		newConfigCmd(s),
 		newVersionCmd(s),
 	)
