@@ -15,12 +15,12 @@ import (
 // outMessage is the gateway's serializable form of a chat message: the
 // body of outbox items.
 type outMessage struct {
-	Markdown    string            `json:"md,omitempty"`
-	Notice      string            `json:"notice,omitempty"`
-	Activity    []activity        `json:"activity,omitempty"`
-	Plan        []agentcore.Todo  `json:"plan,omitempty"`
-	Buttons     [][]buttonSpec    `json:"buttons,omitempty"`
-	Attachments []attachmentSpec  `json:"attachments,omitempty"`
+	Markdown    string           `json:"md,omitempty"`
+	Notice      string           `json:"notice,omitempty"`
+	Activity    []activity       `json:"activity,omitempty"`
+	Plan        []agentcore.Todo `json:"plan,omitempty"`
+	Buttons     [][]buttonSpec   `json:"buttons,omitempty"`
+	Attachments []attachmentSpec `json:"attachments,omitempty"`
 }
 
 type activity struct {
