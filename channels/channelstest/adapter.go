@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
 )
@@ -38,6 +39,8 @@ type Record struct {
 	Chunks []string
 	// Err is what the call returned; nil for calls that succeeded.
 	Err error
+	// At is when the call was made.
+	At time.Time
 }
 
 // Text returns the record's rendered chunks joined by newlines.
@@ -217,6 +220,7 @@ func appendFailures(q []error, n int, err error, op string) []error {
 
 // record appends r and wakes waiters. Callers hold a.mu.
 func (a *Adapter) record(r Record) {
+	r.At = time.Now()
 	r.Seq = len(a.records) + 1
 	a.records = append(a.records, r)
 	close(a.changed)
