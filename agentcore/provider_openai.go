@@ -488,9 +488,9 @@ func (p *OpenAI) classify(err error, res *http.Response, model string, started b
 	if reason, ok := networkReason(err); ok {
 		return &ProviderError{
 			Kind:    ProviderUnreachable,
-			Message: fmt.Sprintf("cannot reach %s: %s", p.safeURL(), reason),
-			Hint: fmt.Sprintf("start the model server (Ollama listens on 127.0.0.1:11434) or point "+
-				"OPENAI_BASE_URL / base_url in [providers] at one that runs; tried %s", p.safeURL()),
+			Message: fmt.Sprintf("cannot reach the model server at %s: %s", p.safeURL(), reason),
+			Hint: "start the server (Ollama listens on 127.0.0.1:11434) or set OPENAI_BASE_URL " +
+				"or base_url in [providers] to an endpoint that answers",
 			Err: err,
 		}
 	}
