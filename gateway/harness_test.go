@@ -60,6 +60,8 @@ type harnessOpts struct {
 	queueMode    string
 	timeout      time.Duration
 	modelProblem string
+	allowAll     bool
+	noEdit       bool
 }
 
 func newHarness(t *testing.T, o harnessOpts, steps ...fakemodel.Step) *harness {
@@ -93,7 +95,7 @@ func newHarness(t *testing.T, o harnessOpts, steps ...fakemodel.Step) *harness {
 		Env:      agentcore.ToolEnv{AgentID: "main", Workspace: h.workspace, Runner: sandbox.NewRunner(sandbox.Options{Redactor: red}), Redactor: red, Env: []string{"PATH=/usr/bin:/bin"}},
 		Now:      h.clock.Now,
 	})
-	caps := channels.Capabilities{MaxMessageLen: 4000, Edit: true, Buttons: true, Threads: true, Dialect: channels.Plain}
+	caps := channels.Capabilities{MaxMessageLen: 4000, Edit: !o.noEdit, Buttons: true, Threads: true, Dialect: channels.Plain}
 	h.chat = channelstest.New("chat", caps)
 	h.phone = channelstest.New("phone", caps)
 	h.gw, err = gateway.New(gateway.Options{
@@ -102,7 +104,7 @@ func newHarness(t *testing.T, o harnessOpts, steps ...fakemodel.Step) *harness {
 		AgentStore:   db,
 		AgentOptions: map[string]gateway.AgentOptions{"main": {ApprovalRoutes: o.routes}},
 		Channels: map[string]gateway.ChannelOptions{
-			"chat":  {AllowUsers: []string{"alice", "bob"}, Admins: []string{"admin"}, RequireMention: true, QueueMode: o.queueMode, EditInterval: time.Millisecond},
+			"chat":  {AllowUsers: []string{"alice", "bob"}, Admins: []string{"admin"}, AllowAll: o.allowAll, RequireMention: true, QueueMode: o.queueMode, EditInterval: time.Millisecond},
 			"phone": {Admins: []string{"owner"}, EditInterval: time.Millisecond},
 		},
 		ApprovalTimeout: o.timeout,
@@ -142,6 +144,13 @@ func (h *harness) stop() {
 
 func (h *harness) ctx() context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+// longCtx is for waits on large loads.
+func (h *harness) longCtx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	h.t.Cleanup(cancel)
 	return ctx
 }
