@@ -96,7 +96,7 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 		defer stop()
 	}
 	t := &turn{
-		a:    a,
+		a:    a.forConversation(conv.ID),
 		conv: conv,
 		in:   in,
 		id:   "turn-" + randomID(8),
@@ -150,6 +150,10 @@ type turn struct {
 	// memoryNotified is the memory revision the model last heard of.
 	memoryNotified string
 	lastText       string
+	// bud estimates requests against the window (budget.go); overflowRetry
+	// is set while a step is retried after a context-length error.
+	bud           budget
+	overflowRetry bool
 }
 
 func (t *turn) run(ctx context.Context) (TurnResult, error) {
@@ -206,6 +210,12 @@ func (t *turn) loop(ctx context.Context) (TurnResult, error) {
 		if t.steps >= t.a.cfg.MaxSteps {
 			return TurnResult{StopReason: StopMaxSteps, Text: t.lastText,
 				Error: fmt.Sprintf("stopped after %d steps (max_steps); send a message to continue", t.steps)}, nil
+		}
+		if res, err := t.fitContext(ctx); err != nil || res != nil {
+			if res == nil {
+				res = &TurnResult{}
+			}
+			return *res, err
 		}
 		asst, resp, res, err := t.step(ctx)
 		if err != nil || res != nil {
@@ -275,6 +285,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		Tools:           t.a.deps.Tools.Specs(),
 		MaxOutputTokens: t.a.cfg.MaxOutputTokens,
 	}
+	est := requestChars(req)
 	resp, err := t.a.deps.Provider.Step(ctx, req, func(d Delta) {
 		typ := EventAssistantDelta
 		if d.Kind == DeltaReasoning {
@@ -285,6 +296,21 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 	run.Finished = t.a.deps.Now().UTC()
 	run.Usage = resp.Usage
 	t.usage = t.usage.Add(resp.Usage)
+	t.bud.observe(est, resp.Usage)
+	if err != nil && IsContextLength(err) && !t.overflowRetry && ctx.Err() == nil {
+		// The estimate was wrong: compact as if the request had filled the
+		// window, then retry the step once.
+		run.StopReason, run.Error = StopError, UserMessage(err)
+		if ferr := st.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+			return Message{}, resp, nil, fmt.Errorf("record run: %w", ferr)
+		}
+		t.overflowRetry = true
+		defer func() { t.overflowRetry = false }()
+		if res, rerr := t.recoverOverflow(ctx, view, est, err); rerr != nil || res != nil {
+			return Message{}, resp, res, rerr
+		}
+		return t.step(ctx)
+	}
 	if err != nil {
 		res := TurnResult{StopReason: StopError, Text: t.lastText, Error: UserMessage(err)}
 		if ctx.Err() != nil {
