@@ -239,6 +239,38 @@ func (m memoryAdapter) Diff(ctx context.Context, from, to string) (string, error
 	return b.String(), nil
 }
 
+// Log, Show and Revert implement agentcore.MemoryHistory for /memory.
+func (m memoryAdapter) Log(ctx context.Context, n int) ([]agentcore.MemoryCommit, error) {
+	cs, err := m.r.Log(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agentcore.MemoryCommit, len(cs))
+	for i, c := range cs {
+		out[i] = memoryCommit(c)
+	}
+	return out, nil
+}
+func (m memoryAdapter) Show(ctx context.Context, rev string) (agentcore.MemoryCommit, string, error) {
+	c, d, err := m.r.Show(ctx, rev, 8000)
+	if err != nil {
+		return agentcore.MemoryCommit{}, "", err
+	}
+	return memoryCommit(c), d.Patch, nil
+}
+func (m memoryAdapter) Revert(ctx context.Context, rev string) (string, error) {
+	res, err := m.r.Revert(ctx, rev, "")
+	return res.Revision, err
+}
+
+func memoryCommit(c memfs.Commit) agentcore.MemoryCommit {
+	mc := agentcore.MemoryCommit{Revision: c.Revision, Message: c.Message, When: c.When}
+	for _, ch := range c.Changes {
+		mc.Changes = append(mc.Changes, agentcore.MemoryChange{Path: ch.Path, Kind: ch.Kind})
+	}
+	return mc
+}
+
 // waitTurn runs a turn, waiting up to wait for a busy conversation's
 // lease.
 func waitTurn(ctx context.Context, ag *agentcore.Agent, convID string, in agentcore.Input, sink agentcore.Sink, wait time.Duration, notify func()) (agentcore.TurnResult, error) {
