@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-gw/switchboard/agentcore/permission"
 	"github.com/switchboard-gw/switchboard/sandbox"
@@ -18,6 +19,11 @@ const (
 	outcomeUnknown   = "Outcome unknown: this tool call was running when the process stopped. It may have run; check before repeating it."
 	deniedNewMessage = "the user sent a new message instead"
 )
+
+// clampNoteRoom is how far a result may exceed the clamp before the loop
+// cuts it: room for the note a tool that clamps its own output (Bash) adds
+// after it.
+const clampNoteRoom = 1024
 
 // callPlan is what will happen to one tool call of a step.
 type callPlan struct {
@@ -286,10 +292,17 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 	for _, p := range plans {
 		r := p.result
 		content := env.Redactor.Redact(r.Content)
-		if out, cut := sandbox.Clamp(content, t.a.cfg.ClampChars); cut {
+		// A tool that clamps its own output (Bash) adds a note naming its
+		// overflow file; cutting that again would hide part of the tail
+		// and write a second overflow file holding only clamped text.
+		if utf8.RuneCountInString(content) > t.a.cfg.ClampChars+clampNoteRoom {
+			out, _ := sandbox.Clamp(content, t.a.cfg.ClampChars)
 			note := ""
 			if env.OverflowDir != "" {
-				path, err := sandbox.WriteOverflow(env.OverflowDir, p.call.ID, content, env.Redactor)
+				// Call ids come from the model and repeat across
+				// conversations (and some models reuse them): a random
+				// part keeps one result from overwriting another's file.
+				path, err := sandbox.WriteOverflow(env.OverflowDir, "result-"+randomID(6)+"-"+p.call.ID, content, env.Redactor)
 				if err == nil {
 					note = fmt.Sprintf("\n[Output was %d characters; the full output is in %s — Read it with offset/limit or Grep it.]", len([]rune(content)), path)
 				}
