@@ -4,9 +4,12 @@
 //
 // The adapter is a [channels.Adapter] named "web". A chat on the page is the
 // location {Channel: "web", Account: "local", ChatID: id}: "New chat" makes a
-// random id; reopening a conversation listed by the handler's
-// [channels.HistoryHandler] uses the conversation id as the chat id, so the
-// gateway can bind such a location back to that conversation. The person is
+// random id; a conversation listed by the handler's
+// [channels.HistoryHandler] is opened with its ConversationInfo.ID as the
+// chat id, and that id is what the page passes back to History. So the
+// gateway should list a conversation that already has a web chat under that
+// chat id, and bind an unbound web location whose chat id names one of the
+// person's conversations to that conversation. The person is
 // the identity "web:" + Options.User.
 //
 // HTTP surface ([Adapter.Handler]): GET / (the page, or a login form),
