@@ -97,6 +97,9 @@ func envSecrets(environ []string) []string {
 type agentOptions struct {
 	permissionMode string
 	maxSteps       int
+	// allowNoModel builds the agent even when no model is configured
+	// (serve starts anyway and tells people how to configure one).
+	allowNoModel bool
 }
 
 // agent builds the named agent with its provider, memory, tools and
@@ -111,7 +114,7 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 	if ac.Model != "" {
 		model = ac.Model
 	}
-	if model == "" {
+	if model == "" && !o.allowNoModel {
 		if err := pc.Check(); err != nil {
 			return nil, err
 		}
