@@ -64,6 +64,7 @@ type Deps struct {
 type Agent struct {
 	cfg  Config
 	deps Deps
+	over *overrides
 }
 
 // New returns an Agent.
@@ -98,14 +99,11 @@ func New(cfg Config, deps Deps) *Agent {
 	if deps.Env.Redactor == nil {
 		deps.Env.Redactor = sandbox.NewRedactor()
 	}
-	return &Agent{cfg: cfg, deps: deps}
+	return &Agent{cfg: cfg, deps: deps, over: &overrides{}}
 }
 
 // ID returns the agent's id.
 func (a *Agent) ID() string { return a.cfg.ID }
-
-// Config returns the agent's configuration.
-func (a *Agent) Config() Config { return a.cfg }
 
 // Tools returns the agent's tool set.
 func (a *Agent) Tools() *Tools { return a.deps.Tools }

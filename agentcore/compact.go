@@ -125,6 +125,7 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 // the conversation (the Recall tool searches it).
 func (a *Agent) forConversation(convID string) *Agent {
 	c := *a
+	c.cfg = a.Config() // with /mode and /model overrides, fixed for this turn
 	c.deps.Env.ConversationID = convID
 	return &c
 }

@@ -10,13 +10,6 @@ import (
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
-// Compacter, MemoryHistory and Reconfigurer are optional abilities of an
-// agent, discovered by type assertion so the gateway works with what the
-// agent offers.
-type Compacter interface {
-	Compact(ctx context.Context, conversationID string) (string, error)
-}
-
 // helpText lists the commands.
 const helpText = `**Commands**
 /new — start a new conversation here
@@ -94,18 +87,21 @@ func (g *Gateway) command(ctx context.Context, channel string, in channels.Inbou
 		if err != nil || !ok {
 			return reply("There is no conversation here yet.")
 		}
-		c, ok := any(g.opts.Agents[b.AgentID]).(Compacter)
+		ag, ok := g.opts.Agents[b.AgentID]
 		if !ok {
-			return reply("This agent cannot compact its context.")
+			return reply("The agent of this conversation is not running.")
 		}
-		note, err := c.Compact(ctx, b.ConversationID)
+		res, err := ag.Compact(ctx, b.ConversationID)
 		if errors.Is(err, agentcore.ErrBusy) {
 			return reply("The agent is working; try /compact when it has finished.")
 		}
 		if err != nil {
 			return reply("Compaction failed: " + channels.EscapeMarkdown(err.Error()))
 		}
-		return reply(note)
+		if !res.Compacted {
+			return reply("Nothing to compact yet.")
+		}
+		return reply(res.Note)
 	case "/memory":
 		return reply(g.memoryCommand(ctx, in.Location, args, admin))
 	case "/mode", "/model":

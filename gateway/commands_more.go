@@ -7,21 +7,6 @@ import (
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
-// MemoryTexts is implemented by agents whose memory history can be shown
-// and reverted from chat (/memory).
-type MemoryTexts interface {
-	MemoryLogText(ctx context.Context, n int) (string, error)
-	MemoryShowText(ctx context.Context, rev string) (string, error)
-	MemoryRevertText(ctx context.Context, rev string) (string, error)
-}
-
-// Reconfigurer is implemented by agents whose permission mode and model can
-// be switched at run time (/mode, /model).
-type Reconfigurer interface {
-	SetMode(mode string) error
-	SetModel(model string) error
-}
-
 func (g *Gateway) agentAt(ctx context.Context, loc channels.Location) (string, bool) {
 	if b, ok, err := g.binding(ctx, loc); err == nil && ok {
 		return b.AgentID, true
@@ -36,10 +21,7 @@ func (g *Gateway) memoryCommand(ctx context.Context, loc channels.Location, args
 	if !ok {
 		return "No agent here."
 	}
-	m, ok := any(g.opts.Agents[agentID]).(MemoryTexts)
-	if !ok {
-		return "This agent's memory history is not available."
-	}
+	m := g.opts.Agents[agentID]
 	sub := "log"
 	if len(args) > 0 {
 		sub = strings.ToLower(args[0])
@@ -70,10 +52,7 @@ func (g *Gateway) reconfigure(ctx context.Context, loc channels.Location, name s
 	if !ok {
 		return "No agent here."
 	}
-	r, ok := any(g.opts.Agents[agentID]).(Reconfigurer)
-	if !ok {
-		return "This agent cannot be reconfigured from chat."
-	}
+	r := g.opts.Agents[agentID]
 	if len(args) != 1 {
 		if name == "/mode" {
 			return "Usage: /mode <standard|acceptEdits|unrestricted|strict>"

@@ -32,6 +32,10 @@ type ChannelOptions struct {
 	AllowAll     bool
 	QueueMode    string
 	EditInterval time.Duration // streaming edit throttle, default 1s
+	// BrowseByConversation: the surface reopens listed conversations by
+	// using their id as the chat id (the web page), so an unbound location
+	// whose chat id names a conversation of the agent binds to it.
+	BrowseByConversation bool
 }
 
 // AgentOptions are the gateway's settings for one agent.

@@ -73,6 +73,15 @@ func (h *handler) OnInbound(ctx context.Context, in channels.Inbound) error {
 	if text == "" && len(in.Attachments) == 0 {
 		return nil
 	}
+	if !bound && co.BrowseByConversation {
+		if c, err := g.opts.AgentStore.Conversation(ctx, in.Location.ChatID); err == nil && c.AgentID == co.Agent {
+			binding = Binding{Location: in.Location.String(), AgentID: c.AgentID, ConversationID: c.ID, Created: g.opts.Now().UTC()}
+			if err := g.opts.Store.Bind(ctx, binding); err != nil {
+				return fmt.Errorf("bind %s: %w", in.Location, err)
+			}
+			bound = true
+		}
+	}
 	if !bound {
 		binding, err = g.bind(ctx, in.Location, co.Agent)
 		if err != nil {

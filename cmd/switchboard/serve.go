@@ -87,9 +87,9 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 			webAdapter.SetNotice(modelProblem)
 		}
 		adapters = append(adapters, webAdapter)
-		chOpts["web"] = gateway.ChannelOptions{Agent: "main", AllowAll: true, QueueMode: cfg.Channels.Web.QueueMode, EditInterval: cfg.Channels.Web.EditInterval}
+		chOpts["web"] = gateway.ChannelOptions{Agent: "main", AllowAll: true, BrowseByConversation: true, QueueMode: cfg.Channels.Web.QueueMode, EditInterval: cfg.Channels.Web.EditInterval}
 		if _, ok := agents["main"]; !ok {
-			chOpts["web"] = gateway.ChannelOptions{AllowAll: true, QueueMode: cfg.Channels.Web.QueueMode, EditInterval: cfg.Channels.Web.EditInterval}
+			chOpts["web"] = gateway.ChannelOptions{AllowAll: true, BrowseByConversation: true, QueueMode: cfg.Channels.Web.QueueMode, EditInterval: cfg.Channels.Web.EditInterval}
 		}
 		mux.Handle("/", webAdapter.Handler())
 		if shown {
