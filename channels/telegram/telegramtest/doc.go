@@ -1,0 +1,33 @@
+// Package telegramtest is a fake Telegram Bot API server for tests: the real
+// go-telegram/bot client (and switchboard's own getUpdates loop) talk to it
+// over HTTP on 127.0.0.1, exactly as they would to api.telegram.org.
+//
+// It serves /bot<token>/<method> for the methods switchboard uses (getMe,
+// getUpdates with long polling and offsets, sendMessage, editMessageText,
+// sendChatAction, sendDocument, answerCallbackQuery, setMyCommands,
+// setWebhook, deleteWebhook, getFile) and /file/bot<token>/<path> for file
+// downloads. Requests may be multipart forms, URL-encoded forms or JSON.
+// Every call is recorded (method, parameters, uploaded files, time, the
+// status answered) so tests can assert what went over the wire, for example
+// that every call for a forum topic carried the same message_thread_id.
+//
+// Tests queue updates with AddMessage, AddCallback or AddUpdate; an update
+// stays pending until a getUpdates call with a higher offset acknowledges it,
+// as on Telegram, and adding an update with an id that was already
+// acknowledged delivers it again (a platform retry). FailNext makes the next
+// call of a method fail, e.g. with 429 and parameters.retry_after.
+//
+// The server also behaves like Telegram where switchboard relies on it:
+// editing a message to identical content answers 400 "message is not
+// modified", editing an unknown message answers 400 "message to edit not
+// found", and an inline keyboard button carrying copy_text or a
+// callback_data outside 1..64 bytes is rejected with 400.
+//
+// WaitPolling tells a test that the client is connected and long-polling.
+//
+// Concurrency: all methods are safe for concurrent use. WaitCall, WaitOffset
+// and WaitPolling block on a channel that is closed on every change, until their
+// condition holds or the context ends; nothing polls or sleeps. The server
+// is closed by a t.Cleanup registered in New; pending long polls return at
+// once when it closes.
+package telegramtest
