@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/gateway"
+)
+
+// checkOutbound validates items before any write, so that a bad item
+// fails the call without a transaction. Only the kind is checked: a bad
+// location or an edit without a target is the deliverer's to settle (as a
+// permanent failure, or a send instead of the edit), and refusing it here
+// would make CompleteWithOutbound fail, and its turn be retried, forever.
+func checkOutbound(items []gateway.Outbound) error {
+	for i, o := range items {
+		switch o.Kind {
+		case gateway.OutboundSend, gateway.OutboundEdit:
+		default:
+			return fmt.Errorf("outbound item %d has unknown kind %q", i, o.Kind)
+		}
+	}
+	return nil
+}
+
+// insertOutbound stores items as unsent with zero attempts; NextAt and
+// Created default to t.
+func insertOutbound(ctx context.Context, tx *sql.Tx, items []gateway.Outbound, t time.Time) ([]int64, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO outbox
+		(kind, location, message_id, edit_of, body, next_at, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+	if err != nil {
+		return nil, fmt.Errorf("insert outbound: %w", err)
+	}
+	defer st.Close()
+	ids := make([]int64, len(items))
+	for i, o := range items {
+		next, created := o.NextAt, o.Created
+		if next.IsZero() {
+			next = t
+		}
+		if created.IsZero() {
+			created = t
+		}
+		body := o.Body
+		if body == nil {
+			body = []byte{} // nil binds as NULL
+		}
+		if err := st.QueryRowContext(ctx, string(o.Kind), o.Location, o.MessageID, o.EditOf,
+			body, nanos(next), nanos(created)).Scan(&ids[i]); err != nil {
+			return nil, fmt.Errorf("insert outbound item %d: %w", i, err)
+		}
+	}
+	return ids, nil
+}
+
+// EnqueueOutbound stores items in one transaction and returns their ids,
+// in order. Kind must be OutboundSend or OutboundEdit; NextAt and Created
+// default to now. Attempts, Sent and LastErr
+// of the arguments are ignored: a new item is unsent.
+func (db *DB) EnqueueOutbound(ctx context.Context, items ...gateway.Outbound) ([]int64, error) {
+	if err := checkOutbound(items); err != nil {
+		return nil, fmt.Errorf("enqueue outbound: %w", err)
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	var ids []int64
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		ids, err = insertOutbound(ctx, tx, items, now())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue outbound: %w", err)
+	}
+	return ids, nil
+}
+
+const outboundColumns = `id, kind, location, message_id, edit_of, body, attempts, next_at, created, sent, last_err`
+
+func scanOutbound(s scanner) (gateway.Outbound, error) {
+	var o gateway.Outbound
+	var kind string
+	var next, created int64
+	if err := s.Scan(&o.ID, &kind, &o.Location, &o.MessageID, &o.EditOf, &o.Body,
+		&o.Attempts, &next, &created, &o.Sent, &o.LastErr); err != nil {
+		return gateway.Outbound{}, err
+	}
+	o.Kind = gateway.OutboundKind(kind)
+	o.NextAt, o.Created = fromNanos(next), fromNanos(created)
+	return o, nil
+}
+
+// DueOutbound returns unsent items whose NextAt is at or before now, in id
+// order; limit <= 0 means all.
+func (db *DB) DueOutbound(ctx context.Context, t time.Time, limit int) ([]gateway.Outbound, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+outboundColumns+` FROM outbox
+		WHERE sent = 0 AND next_at <= ? ORDER BY id LIMIT ?`, nanos(t), limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("due outbound items: %w", err)
+	}
+	defer rows.Close()
+	var out []gateway.Outbound
+	for rows.Next() {
+		o, err := scanOutbound(rows)
+		if err != nil {
+			return nil, fmt.Errorf("due outbound items: %w", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("due outbound items: %w", err)
+	}
+	return out, nil
+}
+
+// OutboundItem returns one item, or an error wrapping gateway.ErrNotFound.
+func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, error) {
+	o, err := scanOutbound(db.r.QueryRowContext(ctx,
+		`SELECT `+outboundColumns+` FROM outbox WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return gateway.Outbound{}, fmt.Errorf("outbound item %d: %w", id, gateway.ErrNotFound)
+	}
+	if err != nil {
+		return gateway.Outbound{}, fmt.Errorf("outbound item %d: %w", id, err)
+	}
+	return o, nil
+}
+
+// MarkSent records success. A non-empty messageID is stored as the item's
+// MessageID; an empty one keeps the stored MessageID (an edit's target).
+func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent = 1,
+			message_id = CASE WHEN ?1 = '' THEN message_id ELSE ?1 END WHERE id = ?2`, messageID, id)
+		if err != nil {
+			return err
+		}
+		return mustAffectGateway(res, "outbound item", id)
+	})
+	if err != nil {
+		return fmt.Errorf("mark outbound item %d sent: %w", id, err)
+	}
+	return nil
+}
+
+// Retry records a failed attempt: Attempts grows by one, LastErr is set and
+// the item is due again at next. A permanent failure marks the item sent
+// (LastErr kept), so it is never due again.
+func (db *DB) Retry(ctx context.Context, id int64, next time.Time, lastErr string, permanent bool) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
+			next_at = ?, last_err = ?, sent = CASE WHEN ? THEN 1 ELSE sent END WHERE id = ?`,
+			nanos(next), lastErr, permanent, id)
+		if err != nil {
+			return err
+		}
+		return mustAffectGateway(res, "outbound item", id)
+	})
+	if err != nil {
+		return fmt.Errorf("retry outbound item %d: %w", id, err)
+	}
+	return nil
+}
+
+// mustAffectGateway turns "no row changed" into an error wrapping
+// gateway.ErrNotFound.
+func mustAffectGateway(res sql.Result, what string, id any) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %v: %w", what, id, gateway.ErrNotFound)
+	}
+	return nil
+}

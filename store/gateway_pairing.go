@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/gateway"
+)
+
+const pairingColumns = `code, channel, user_id, user_name, location, created, expires, approved`
+
+func scanPairing(s scanner) (gateway.Pairing, error) {
+	var p gateway.Pairing
+	var created, expires int64
+	if err := s.Scan(&p.Code, &p.Channel, &p.UserID, &p.UserName, &p.Location,
+		&created, &expires, &p.Approved); err != nil {
+		return gateway.Pairing{}, err
+	}
+	p.Created, p.Expires = fromNanos(created), fromNanos(expires)
+	return p, nil
+}
+
+// CreatePairing stores p unless the channel already has max unexpired
+// pending codes at now (then ok is false; max <= 0 therefore never stores).
+// A user with an unexpired pending code gets that code back, with ok true,
+// whatever max is. Code, Channel, UserID and Expires are required; Created
+// defaults to now. Expired pending codes are purged. A code that is already
+// taken is an error.
+func (db *DB) CreatePairing(ctx context.Context, p gateway.Pairing, max int, t time.Time) (gateway.Pairing, bool, error) {
+	if p.Code == "" || p.Channel == "" || p.UserID == "" || p.Expires.IsZero() {
+		return gateway.Pairing{}, false, fmt.Errorf("create pairing: code, channel (%q), user id (%q) and expiry are required", p.Channel, p.UserID)
+	}
+	if p.Created.IsZero() {
+		p.Created = t
+	}
+	p.Approved = false
+	var stored gateway.Pairing
+	var ok bool
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		ok = false
+		if _, err := tx.ExecContext(ctx,
+			`DELETE FROM pairings WHERE approved = 0 AND expires <= ?`, nanos(t)); err != nil {
+			return fmt.Errorf("purge expired codes: %w", err)
+		}
+		existing, err := scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingColumns+` FROM pairings
+			WHERE channel = ? AND user_id = ? AND approved = 0 AND expires > ?
+			ORDER BY created DESC LIMIT 1`, p.Channel, p.UserID, nanos(t)))
+		if err == nil {
+			stored, ok = existing, true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("look up the user's code: %w", err)
+		}
+		var pending int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pairings
+			WHERE channel = ? AND approved = 0 AND expires > ?`, p.Channel, nanos(t)).Scan(&pending); err != nil {
+			return fmt.Errorf("count pending codes: %w", err)
+		}
+		if pending >= max {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pairings
+			(code, channel, user_id, user_name, location, created, expires, approved)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+			p.Code, p.Channel, p.UserID, p.UserName, p.Location, nanos(p.Created), nanos(p.Expires)); err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("code already taken: %w", err)
+			}
+			return err
+		}
+		stored, ok = p, true
+		return nil
+	})
+	if err != nil {
+		return gateway.Pairing{}, false, fmt.Errorf("create pairing for %s:%s: %w", p.Channel, p.UserID, err)
+	}
+	return stored, ok, nil
+}
+
+// ApprovePairing marks a pending code that is unexpired at now approved
+// and pairs its user, in one transaction. An unknown, expired or already
+// approved code is an error wrapping gateway.ErrNotFound.
+func (db *DB) ApprovePairing(ctx context.Context, code string, t time.Time) (gateway.Pairing, error) {
+	var p gateway.Pairing
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		p, err = scanPairing(tx.QueryRowContext(ctx, `UPDATE pairings SET approved = 1
+			WHERE code = ? AND approved = 0 AND expires > ? RETURNING `+pairingColumns, code, nanos(t)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no pending unexpired code: %w", gateway.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO paired_users (channel, user_id, code, created)
+			VALUES (?, ?, ?, ?) ON CONFLICT (channel, user_id) DO NOTHING`,
+			p.Channel, p.UserID, p.Code, nanos(t))
+		return err
+	})
+	if err != nil {
+		return gateway.Pairing{}, fmt.Errorf("approve pairing code %q: %w", code, err)
+	}
+	return p, nil
+}
+
+// Paired reports whether channel:userID has been paired.
+func (db *DB) Paired(ctx context.Context, channel, userID string) (bool, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`,
+		channel, userID).Scan(&n); err != nil {
+		return false, fmt.Errorf("paired %s:%s: %w", channel, userID, err)
+	}
+	return n > 0, nil
+}
+
+// CreateButtons stores button tokens in one transaction: all or none.
+// Token, ApprovalID and Action are required; Created defaults to now. A
+// token that already exists is an error.
+func (db *DB) CreateButtons(ctx context.Context, bs []gateway.Button) error {
+	for i, b := range bs {
+		if b.Token == "" || b.ApprovalID == "" || b.Action == "" {
+			return fmt.Errorf("create buttons: button %d needs a token, approval id (%q) and action (%q)", i, b.ApprovalID, b.Action)
+		}
+	}
+	if len(bs) == 0 {
+		return nil
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		for i, b := range bs {
+			created := b.Created
+			if created.IsZero() {
+				created = t
+			}
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO buttons (token, approval_id, action, created) VALUES (?, ?, ?, ?)`,
+				b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
+				if isUnique(err) {
+					return fmt.Errorf("button %d: token already exists: %w", i, err)
+				}
+				return fmt.Errorf("button %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// Tokens are secrets of a kind (whoever has one can press the
+		// button), so they stay out of error messages.
+		return fmt.Errorf("create buttons for approval %s: %w", bs[0].ApprovalID, err)
+	}
+	return nil
+}
+
+// Button looks a token up; unknown tokens are an error wrapping
+// gateway.ErrNotFound.
+func (db *DB) Button(ctx context.Context, token string) (gateway.Button, error) {
+	var b gateway.Button
+	var action string
+	var created int64
+	err := db.r.QueryRowContext(ctx,
+		`SELECT token, approval_id, action, created FROM buttons WHERE token = ?`, token).
+		Scan(&b.Token, &b.ApprovalID, &action, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gateway.Button{}, fmt.Errorf("button: unknown token: %w", gateway.ErrNotFound)
+	}
+	if err != nil {
+		return gateway.Button{}, fmt.Errorf("button: %w", err)
+	}
+	b.Action, b.Created = gateway.ButtonAction(action), fromNanos(created)
+	return b, nil
+}
+
+// AddApprovalPost records one posted copy of an approval message.
+// ApprovalID and Location are required.
+func (db *DB) AddApprovalPost(ctx context.Context, p gateway.ApprovalPost) error {
+	if p.ApprovalID == "" || p.Location == "" {
+		return fmt.Errorf("add approval post: approval id (%q) and location (%q) are required", p.ApprovalID, p.Location)
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO approval_posts
+			(approval_id, location, message_id, outbox_id) VALUES (?, ?, ?, ?)`,
+			p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add post of approval %s at %s: %w", p.ApprovalID, p.Location, err)
+	}
+	return nil
+}
+
+// ApprovalPosts returns the posts of an approval in the order they were
+// added.
+func (db *DB) ApprovalPosts(ctx context.Context, approvalID string) ([]gateway.ApprovalPost, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT approval_id, location, message_id, outbox_id
+		FROM approval_posts WHERE approval_id = ? ORDER BY id`, approvalID)
+	if err != nil {
+		return nil, fmt.Errorf("posts of approval %s: %w", approvalID, err)
+	}
+	defer rows.Close()
+	var ps []gateway.ApprovalPost
+	for rows.Next() {
+		var p gateway.ApprovalPost
+		if err := rows.Scan(&p.ApprovalID, &p.Location, &p.MessageID, &p.OutboxID); err != nil {
+			return nil, fmt.Errorf("posts of approval %s: %w", approvalID, err)
+		}
+		ps = append(ps, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("posts of approval %s: %w", approvalID, err)
+	}
+	return ps, nil
+}

@@ -1,0 +1,293 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/gateway"
+)
+
+// The gateway's storage ports (gateway.Store) live in the gateway_*.go
+// files. Their "not found" errors wrap gateway.ErrNotFound, the sentinel
+// the gateway branches on. Every write runs in one IMMEDIATE transaction on
+// the writer connection (db.write); reads use the read pool.
+var _ gateway.Store = (*DB)(nil)
+
+// Binding returns the binding of a location or an error wrapping
+// gateway.ErrNotFound.
+func (db *DB) Binding(ctx context.Context, location string) (gateway.Binding, error) {
+	var b gateway.Binding
+	var created int64
+	err := db.r.QueryRowContext(ctx,
+		`SELECT location, agent_id, conversation_id, created FROM bindings WHERE location = ?`,
+		location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gateway.Binding{}, fmt.Errorf("binding of %s: %w", location, gateway.ErrNotFound)
+	}
+	if err != nil {
+		return gateway.Binding{}, fmt.Errorf("binding of %s: %w", location, err)
+	}
+	b.Created = fromNanos(created)
+	return b, nil
+}
+
+// Bind creates or replaces the binding of b.Location. Location and
+// ConversationID are required; Created defaults to now.
+func (db *DB) Bind(ctx context.Context, b gateway.Binding) error {
+	if b.Location == "" || b.ConversationID == "" {
+		return fmt.Errorf("bind: location (%q) and conversation id (%q) are required", b.Location, b.ConversationID)
+	}
+	if b.Created.IsZero() {
+		b.Created = now()
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO bindings (location, agent_id, conversation_id, created)
+			VALUES (?, ?, ?, ?)
+			ON CONFLICT (location) DO UPDATE SET agent_id = excluded.agent_id,
+				conversation_id = excluded.conversation_id, created = excluded.created`,
+			b.Location, b.AgentID, b.ConversationID, nanos(b.Created))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bind %s to conversation %s: %w", b.Location, b.ConversationID, err)
+	}
+	return nil
+}
+
+// BindingsOf returns the bindings that point at a conversation, oldest
+// first.
+func (db *DB) BindingsOf(ctx context.Context, conversationID string) ([]gateway.Binding, error) {
+	rows, err := db.r.QueryContext(ctx,
+		`SELECT location, agent_id, conversation_id, created FROM bindings
+		 WHERE conversation_id = ? ORDER BY created, location`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("bindings of conversation %s: %w", conversationID, err)
+	}
+	defer rows.Close()
+	var bs []gateway.Binding
+	for rows.Next() {
+		var b gateway.Binding
+		var created int64
+		if err := rows.Scan(&b.Location, &b.AgentID, &b.ConversationID, &created); err != nil {
+			return nil, fmt.Errorf("bindings of conversation %s: %w", conversationID, err)
+		}
+		b.Created = fromNanos(created)
+		bs = append(bs, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("bindings of conversation %s: %w", conversationID, err)
+	}
+	return bs, nil
+}
+
+// Enqueue stores an item unless dedupeKey (when not empty) was seen within
+// its TTL; see gateway.Queue. The dedupe row and the item are written in one
+// transaction, which also purges expired dedupe rows. A dedupeKey needs a
+// positive dedupeTTL. ConversationID and Kind are required; Created
+// defaults to now. The stored item starts with zero Attempts.
+func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, dedupeTTL time.Duration) (int64, bool, error) {
+	if it.ConversationID == "" || it.Kind == "" {
+		return 0, false, fmt.Errorf("enqueue: conversation id (%q) and kind (%q) are required", it.ConversationID, it.Kind)
+	}
+	if dedupeKey != "" && dedupeTTL <= 0 {
+		return 0, false, fmt.Errorf("enqueue to conversation %s: dedupe key %q with non-positive ttl %v", it.ConversationID, dedupeKey, dedupeTTL)
+	}
+	var id int64
+	var enqueued bool
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		if dedupeKey != "" {
+			fresh, err := claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
+			if err != nil || !fresh {
+				return err
+			}
+		}
+		var err error
+		id, err = insertItem(ctx, tx, it, t)
+		enqueued = err == nil
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("enqueue to conversation %s: %w", it.ConversationID, err)
+	}
+	return id, enqueued, nil
+}
+
+// claimDedupe purges expired dedupe rows and records key until t+ttl. It
+// reports false when key is still remembered (a live row exists).
+func claimDedupe(ctx context.Context, tx *sql.Tx, key string, t time.Time, ttl time.Duration) (bool, error) {
+	// The purge is an index range scan on expires: amortized, each row is
+	// deleted once, and a live row for key is never touched.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM dedupe WHERE expires <= ?`, nanos(t)); err != nil {
+		return false, fmt.Errorf("purge dedupe keys: %w", err)
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO dedupe (key, expires) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+		key, nanos(t.Add(ttl)))
+	if err != nil {
+		return false, fmt.Errorf("record dedupe key %q: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("record dedupe key %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+func insertItem(ctx context.Context, tx *sql.Tx, it gateway.Item, t time.Time) (int64, error) {
+	created := it.Created
+	if created.IsZero() {
+		created = t
+	}
+	payload := it.Payload
+	if payload == nil {
+		payload = []byte{} // nil binds as NULL
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO queue
+		(conversation_id, agent_id, kind, location, payload, created)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		it.ConversationID, it.AgentID, string(it.Kind), it.Location, payload, nanos(created)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("insert item: %w", err)
+	}
+	return id, nil
+}
+
+const itemColumns = `id, conversation_id, agent_id, kind, location, payload, created, attempts`
+
+func scanItem(s scanner) (gateway.Item, error) {
+	var it gateway.Item
+	var kind string
+	var created int64
+	if err := s.Scan(&it.ID, &it.ConversationID, &it.AgentID, &kind, &it.Location,
+		&it.Payload, &created, &it.Attempts); err != nil {
+		return gateway.Item{}, err
+	}
+	it.Kind = gateway.ItemKind(kind)
+	it.Created = fromNanos(created)
+	return it, nil
+}
+
+// Peek returns the lowest-id unfinished item of a conversation, with its
+// Attempts incremented, or an error wrapping gateway.ErrNotFound.
+func (db *DB) Peek(ctx context.Context, conversationID string) (gateway.Item, error) {
+	var it gateway.Item
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		it, err = scanItem(tx.QueryRowContext(ctx, `UPDATE queue SET attempts = attempts + 1
+			WHERE id = (SELECT id FROM queue WHERE conversation_id = ? AND state = 'queued'
+			            ORDER BY id LIMIT 1)
+			RETURNING `+itemColumns, conversationID))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return gateway.Item{}, fmt.Errorf("peek conversation %s: no unfinished item: %w", conversationID, gateway.ErrNotFound)
+	}
+	if err != nil {
+		return gateway.Item{}, fmt.Errorf("peek conversation %s: %w", conversationID, err)
+	}
+	return it, nil
+}
+
+// Complete marks an unfinished item done. An item that does not exist or
+// is already done is an error wrapping gateway.ErrNotFound: completing an
+// item twice means two workers ran it.
+func (db *DB) Complete(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		return completeItem(ctx, tx, id, now())
+	})
+	if err != nil {
+		return fmt.Errorf("complete queue item %d: %w", id, err)
+	}
+	return nil
+}
+
+func completeItem(ctx context.Context, tx *sql.Tx, id int64, t time.Time) error {
+	res, err := tx.ExecContext(ctx,
+		`UPDATE queue SET state = 'done', finished = ? WHERE id = ? AND state = 'queued'`, nanos(t), id)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("no unfinished queue item %d: %w", id, gateway.ErrNotFound)
+	}
+	return nil
+}
+
+// CompleteWithOutbound marks an unfinished queue item done and stores the
+// outbound items in one transaction, returning their ids in order. When the
+// item does not exist or is already done, nothing is stored and the error
+// wraps gateway.ErrNotFound, so a turn run twice (a worker that lost its
+// lease) does not send its reply twice.
+func (db *DB) CompleteWithOutbound(ctx context.Context, itemID int64, items ...gateway.Outbound) ([]int64, error) {
+	if err := checkOutbound(items); err != nil {
+		return nil, fmt.Errorf("complete queue item %d: %w", itemID, err)
+	}
+	var ids []int64
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		if err := completeItem(ctx, tx, itemID, t); err != nil {
+			return err
+		}
+		var err error
+		ids, err = insertOutbound(ctx, tx, items, t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete queue item %d: %w", itemID, err)
+	}
+	return ids, nil
+}
+
+// Pending returns the unfinished items of a conversation in id order.
+func (db *DB) Pending(ctx context.Context, conversationID string) ([]gateway.Item, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+itemColumns+` FROM queue
+		WHERE conversation_id = ? AND state = 'queued' ORDER BY id`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("pending items of conversation %s: %w", conversationID, err)
+	}
+	defer rows.Close()
+	var items []gateway.Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pending items of conversation %s: %w", conversationID, err)
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending items of conversation %s: %w", conversationID, err)
+	}
+	return items, nil
+}
+
+// Busy lists the conversations that have unfinished items, the one with
+// the oldest unfinished item first.
+func (db *DB) Busy(ctx context.Context) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT conversation_id FROM queue
+		WHERE state = 'queued' GROUP BY conversation_id ORDER BY MIN(id)`)
+	if err != nil {
+		return nil, fmt.Errorf("busy conversations: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("busy conversations: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("busy conversations: %w", err)
+	}
+	return ids, nil
+}
