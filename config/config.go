@@ -68,6 +68,9 @@ type Config struct {
 	// secrets holds values of secret-looking ${VAR}s and of the provider
 	// key taken from OPENAI_API_KEY.
 	secrets []string
+	// agentsConfigured: the file has an [agents] table (else the default
+	// agent works in the current directory).
+	agentsConfigured bool
 }
 
 // Provider is one OpenAI-compatible model endpoint ([providers.NAME]).
@@ -173,6 +176,12 @@ func Load(paths Paths, env Env) (*Config, error) {
 		return nil, err
 	}
 	cfg.Home = paths.Home
+	if !cfg.agentsConfigured && paths.Cwd != "" {
+		if a, ok := cfg.Agents[DefaultAgent]; ok {
+			a.Workspace = paths.Cwd
+			cfg.Agents[DefaultAgent] = a
+		}
+	}
 	return cfg, nil
 }
 

@@ -89,6 +89,7 @@ func TestLocate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tt.want.Cwd = cwd
 			if got != tt.want {
 				t.Errorf("Locate = %+v\nwant     %+v", got, tt.want)
 			}
@@ -227,5 +228,32 @@ workspace = "~"
 	_, err = Load(paths, env)
 	if err == nil || !strings.HasPrefix(err.Error(), file+":2: agents.main.permission_mode:") {
 		t.Errorf("Load error = %v; want it to name %s:2", err, file)
+	}
+}
+
+// A config file without [agents] still gives the default agent the current
+// directory as workspace (not the file's directory, which is usually the
+// data directory).
+func TestDefaultAgentWorksInCwd(t *testing.T) {
+	dir := t.TempDir()
+	home, cwd := filepath.Join(dir, "home"), filepath.Join(dir, "cwd")
+	for _, d := range []string{home, cwd} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, FileName), []byte("[http]\nlisten = \"127.0.0.1:7701\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := Locate(MapEnv(map[string]string{"SWITCHBOARD_HOME": home, "SWITCHBOARD_MODEL": "m"}), cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(paths, MapEnv(map[string]string{"SWITCHBOARD_MODEL": "m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Agents[DefaultAgent].Workspace; got != cwd {
+		t.Fatalf("default agent workspace = %s, want the current directory %s", got, cwd)
 	}
 }

@@ -35,6 +35,10 @@ type Paths struct {
 	// BaseDir is the directory relative paths in the config resolve against:
 	// the config file's directory, or the current directory without a file.
 	BaseDir string
+	// Cwd is the current directory: the default agent's workspace when the
+	// config defines no [agents] (so `switchboard chat` works where it is
+	// started, whichever file configures it).
+	Cwd string
 }
 
 // Locate finds the data directory and the config file. Home is
@@ -91,6 +95,7 @@ func Locate(env Env, cwd string) (Paths, error) {
 	}
 
 	paths.BaseDir = cwd
+	paths.Cwd = cwd
 	if paths.ConfigFile != "" {
 		paths.BaseDir = filepath.Dir(paths.ConfigFile)
 	}

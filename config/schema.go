@@ -160,6 +160,7 @@ func (d *decoder) agents(root *table, cfg *Config, base string) {
 		if !ok {
 			d.errorf([]string{"providers"}, "there is no [agents] table and no provider named %q to give the agent %q: add [agents.%s] with provider = one of %s", DefaultProvider, DefaultAgent, DefaultAgent, strings.Join(slices.Sorted(maps.Keys(cfg.Providers)), ", "))
 		}
+		cfg.agentsConfigured = false
 		cfg.Agents[DefaultAgent] = Agent{
 			Name:           DefaultAgent,
 			Provider:       provider,
@@ -171,6 +172,7 @@ func (d *decoder) agents(root *table, cfg *Config, base string) {
 		}
 		return
 	}
+	cfg.agentsConfigured = true
 	for _, name := range sortedKeys(at.m) {
 		t := at.sub(name)
 		if t == nil {

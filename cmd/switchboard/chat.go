@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,7 +84,22 @@ func clipLine(s string, n int) string {
 	return s
 }
 
+// readResult is one line of chat input.
+type readResult struct {
+	line string
+	err  error
+}
+
 func runChat(ctx context.Context, s *streams, agentName, mode string, cont bool) error {
+	// main's context ends at the first SIGINT. In chat an interrupt stops
+	// the running turn and brings back the prompt (at the prompt it quits),
+	// so chat takes the signals itself and works on a context detached
+	// from main's.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx = context.WithoutCancel(ctx)
+
 	a, err := openApp(ctx, s)
 	if err != nil {
 		return err
@@ -95,13 +113,36 @@ func runChat(ctx context.Context, s *streams, agentName, mode string, cont bool)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "switchboard chat — agent %s, model %s, %s mode. /new starts over, /exit or Ctrl-D quits.\n", ag.ID(), ag.Config().Model, ag.Config().Policy.Mode)
-	in := bufio.NewReader(s.in)
+	fmt.Fprintf(s.out, "switchboard chat — agent %s, model %s, %s mode. /new starts over, /exit, Ctrl-D or Ctrl-C at the prompt quits; Ctrl-C during a turn stops it.\n", ag.ID(), ag.Config().Model, ag.Config().Policy.Mode)
+
+	// One reader owns stdin (it blocks in a read the process may exit
+	// during); prompts take lines from it or a signal.
+	lines := make(chan readResult)
+	go func() {
+		defer close(lines)
+		in := bufio.NewReader(s.in)
+		for {
+			line, err := in.ReadString('\n')
+			if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+				lines <- readResult{err: err}
+				return
+			}
+			lines <- readResult{line: line}
+		}
+	}()
+	readLine := func() (string, bool) {
+		select {
+		case r, open := <-lines:
+			return r.line, open && r.err == nil
+		case <-sigs:
+			return "", false
+		}
+	}
 	sink := &terminalSink{w: s.out}
 	for {
 		fmt.Fprint(s.out, "\n> ")
-		line, err := in.ReadString('\n')
-		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+		line, ok := readLine()
+		if !ok {
 			fmt.Fprintln(s.out)
 			return nil
 		}
@@ -123,7 +164,7 @@ func runChat(ctx context.Context, s *streams, agentName, mode string, cont bool)
 		input := agentcore.Input{Kind: agentcore.InputUser, Parts: []agentcore.Part{{Type: agentcore.PartText, Text: line}},
 			Speaker: "the local user", Origin: "terminal (switchboard chat)", Requester: "local:user"}
 		for {
-			res, err := waitTurn(ctx, ag, convID, input, sink, time.Minute, nil)
+			res, quit, err := chatTurn(ctx, ag, convID, input, sink, sigs)
 			if err != nil {
 				return err
 			}
@@ -131,12 +172,16 @@ func runChat(ctx context.Context, s *streams, agentName, mode string, cont bool)
 			if res.Error != "" {
 				fmt.Fprintln(s.out, "⚠", res.Error)
 			}
+			if quit {
+				return nil
+			}
 			if res.StopReason != agentcore.StopRequiresApproval {
 				break
 			}
 			for _, p := range res.Pending {
-				d, err := askApproval(s.out, in, p)
-				if err != nil {
+				d, ok := askApproval(s.out, readLine, p)
+				if !ok {
+					fmt.Fprintln(s.out)
 					return nil
 				}
 				d.By = "local:user"
@@ -149,7 +194,29 @@ func runChat(ctx context.Context, s *streams, agentName, mode string, cont bool)
 	}
 }
 
-func askApproval(w io.Writer, in *bufio.Reader, p agentcore.Approval) (agentcore.Decision, error) {
+// chatTurn runs one turn; SIGINT cancels it, SIGTERM cancels it and asks
+// chat to quit.
+func chatTurn(ctx context.Context, ag *agentcore.Agent, convID string, in agentcore.Input, sink agentcore.Sink, sigs <-chan os.Signal) (agentcore.TurnResult, bool, error) {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan turnDone, 1)
+	go func() {
+		res, err := waitTurn(tctx, ag, convID, in, sink, time.Minute, nil)
+		done <- turnDone{res, err}
+	}()
+	quit := false
+	for {
+		select {
+		case d := <-done:
+			return d.res, quit, d.err
+		case sig := <-sigs:
+			quit = quit || sig == syscall.SIGTERM
+			cancel()
+		}
+	}
+}
+
+func askApproval(w io.Writer, readLine func() (string, bool), p agentcore.Approval) (agentcore.Decision, bool) {
 	fmt.Fprintf(w, "\n⚠ %s wants to run: %s\n  (%s)\n", "the agent", p.Summary, p.Reason)
 	if p.Diff != "" {
 		fmt.Fprintln(w, p.Diff)
@@ -160,21 +227,21 @@ func askApproval(w io.Writer, in *bufio.Reader, p agentcore.Approval) (agentcore
 	}
 	for {
 		fmt.Fprintf(w, "Allow? [y]es%s / [n]o: ", always)
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
-			return agentcore.Decision{}, err
+		line, ok := readLine()
+		if !ok {
+			return agentcore.Decision{}, false
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return agentcore.Decision{State: agentcore.ApprovalAllowed}, nil
+			return agentcore.Decision{State: agentcore.ApprovalAllowed}, true
 		case "a", "always":
 			if p.Rule != "" {
-				return agentcore.Decision{State: agentcore.ApprovalAlways}, nil
+				return agentcore.Decision{State: agentcore.ApprovalAlways}, true
 			}
 		case "n", "no":
 			fmt.Fprint(w, "Reason (optional): ")
-			reason, _ := in.ReadString('\n')
-			return agentcore.Decision{State: agentcore.ApprovalDenied, Reason: strings.TrimSpace(reason)}, nil
+			reason, _ := readLine()
+			return agentcore.Decision{State: agentcore.ApprovalDenied, Reason: strings.TrimSpace(reason)}, true
 		}
 	}
 }

@@ -211,3 +211,32 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// conversationWith returns the messages of the conversation of agent main
+// whose transcript contains text.
+func conversationWith(t *testing.T, e *env, text string) []agentcore.Message {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(e.home, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	convs, err := db.ListConversations(ctx, "main", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range convs {
+		msgs, err := db.Messages(ctx, c.ID, 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if strings.Contains(m.Text(), text) {
+				return msgs
+			}
+		}
+	}
+	t.Fatalf("no conversation contains %q", text)
+	return nil
+}

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
+	"io"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
 
 func TestParseInputLine(t *testing.T) {
@@ -118,4 +123,40 @@ func FuzzParseInputLine(f *testing.F) {
 			t.Fatalf("type %q from %q", m.Type, line)
 		}
 	})
+}
+
+// TestChatInterruptStopsTurn: in chat, Ctrl-C (SIGINT) during a turn stops
+// that turn and brings back the prompt; the next message works; /exit
+// quits cleanly.
+func TestChatInterruptStopsTurn(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	e := newEnv(t, fakemodel.Step{Text: "never", Block: block}, fakemodel.Step{Text: "hello again"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "chat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "first\n")
+	if err := e.model.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the turn to stop", func() bool { return strings.Contains(out.String(), "⚠ cancelled") })
+	io.WriteString(stdin, "second\n")
+	eventually(t, 30*time.Second, "the second answer", func() bool { return strings.Contains(out.String(), "hello again") })
+	io.WriteString(stdin, "/exit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat exit: %v\nstdout: %s\nstderr: %s", err, out.String(), stderr.String())
+	}
+	validTranscript(t, e.transcript())
 }
