@@ -28,7 +28,7 @@ func TestServeBrowser(t *testing.T) {
 	ctx := webtest.Browser(t)
 	pageHas := func(s string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[bool]("document.getElementById('messages').innerText.includes(" + jsString(s) + ")")(ctx, tg)
+			_, err := chromedp.Poll[bool]("document.getElementById('messages').innerText.includes("+jsString(s)+")")(ctx, tg)
 			return err
 		})
 	}
