@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/telegram"
 	"github.com/switchboard-gw/switchboard/channels/web"
 	"github.com/switchboard-gw/switchboard/gateway"
 )
@@ -95,6 +96,30 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		if shown {
 			webLink = token
 		}
+	}
+
+	if tc := cfg.Channels.Telegram; tc != nil {
+		tg, err := telegram.New(telegram.Options{
+			Token:         tc.Token,
+			APIURL:        tc.APIURL,
+			Mode:          tc.Mode,
+			WebhookURL:    tc.WebhookURL,
+			WebhookSecret: tc.WebhookSecret,
+			Logger:        a.log,
+		})
+		if err != nil {
+			return err
+		}
+		adapters = append(adapters, tg)
+		chOpts[telegram.Name] = gateway.ChannelOptions{
+			Agent:          tc.Agent,
+			AllowUsers:     tc.AllowUsers,
+			Admins:         tc.Admins,
+			RequireMention: tc.RequireMention,
+			QueueMode:      tc.QueueMode,
+			EditInterval:   tc.EditInterval,
+		}
+		mux.Handle("POST /telegram/webhook", tg.WebhookHandler())
 	}
 
 	g, err := gateway.New(gateway.Options{

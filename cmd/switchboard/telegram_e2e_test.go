@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
+	"github.com/switchboard-gw/switchboard/internal/fakemodel"
+)
+
+const tgToken = "4242:e2e-telegram-secret-token"
+
+// telegramEnv is an env with a fake Bot API and serve configured for it.
+func telegramEnv(t *testing.T, steps ...fakemodel.Step) (*env, *telegramtest.Server) {
+	e := newEnv(t, steps...)
+	tg := telegramtest.New(t, tgToken)
+	e.extra = append(e.extra, "TELEGRAM_BOT_TOKEN="+tgToken)
+	e.writeServeConfig(`enabled = false
+
+[channels.telegram]
+token = "${TELEGRAM_BOT_TOKEN}"
+api_url = "` + tg.URL() + `"
+allow_users = ["100", "200"]
+admins = ["300"]
+edit_interval = "50ms"
+`)
+	return e, tg
+}
+
+func waitTG(t *testing.T, tg *telegramtest.Server, what string, pred func(telegramtest.Call) bool) telegramtest.Call {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := tg.WaitCall(ctx, pred)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return c
+}
+
+func textContains(method, s string) func(telegramtest.Call) bool {
+	return func(c telegramtest.Call) bool {
+		return (method == "" || c.Method == method) && c.Status == 200 && strings.Contains(c.Params["text"], s)
+	}
+}
+
+// callbackData returns the callback_data of the button labelled label in a
+// sendMessage call's inline keyboard.
+func callbackData(t *testing.T, c telegramtest.Call, label string) string {
+	t.Helper()
+	var markup struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(c.Params["reply_markup"]), &markup); err != nil {
+		t.Fatalf("reply_markup %q: %v", c.Params["reply_markup"], err)
+	}
+	for _, row := range markup.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == label {
+				if len(b.CallbackData) > 64 || strings.Contains(b.CallbackData, "touch") {
+					t.Fatalf("callback_data %q is not an opaque token", b.CallbackData)
+				}
+				return b.CallbackData
+			}
+		}
+	}
+	t.Fatalf("no %q button in %s", label, c.Params["reply_markup"])
+	return ""
+}
+
+// TestTelegramEndToEnd drives the real binary through a fake Bot API:
+// DM → streamed answer; a forum topic keeps its thread; a tool ask becomes
+// an inline keyboard; another user's press is refused with an alert;
+// SIGKILL and restart between keyboard and press; the requester's press
+// runs the tool, the ask is edited and the answer arrives; a redelivered
+// update runs once.
+func TestTelegramEndToEnd(t *testing.T) {
+	e, tg := telegramEnv(t,
+		fakemodel.Step{Text: "Hello from the agent."},
+		fakemodel.Step{Text: "Topic answer."},
+		bashStep("call_tg", "touch pressed-in-telegram"),
+	)
+	p := e.startServe()
+
+	// DM → streamed answer.
+	dmUpdate := tg.AddMessage(100, 100, "hello")
+	waitTG(t, tg, "the DM answer", textContains("", "Hello from the agent."))
+
+	// Forum topic: every call to the topic carries its thread id.
+	tg.AddMessage(-1001, 100, "@"+telegramtest.BotUsername+" hi topic", telegramtest.InGroup(), telegramtest.InTopic(77))
+	waitTG(t, tg, "the topic answer", func(c telegramtest.Call) bool {
+		return strings.Contains(c.Params["text"], "Topic answer.")
+	})
+	for _, c := range tg.Calls() {
+		if c.Params["chat_id"] == "-1001" && c.Method != "getUpdates" && c.Method != "editMessageText" {
+			if c.Params["message_thread_id"] != "77" {
+				t.Errorf("%s to the topic without message_thread_id=77: %v", c.Method, c.Params)
+			}
+		}
+	}
+
+	// The same update delivered again: no second turn.
+	before := len(e.model.Requests())
+	tg.AddUpdate(json.RawMessage(`{"update_id": ` + itoa(dmUpdate) + `, "message": {"message_id": 1, "date": 1, "chat": {"id": 100, "type": "private"}, "from": {"id": 100, "is_bot": false, "first_name": "Ada"}, "text": "hello"}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tg.WaitOffset(ctx, dmUpdate+1); err != nil {
+		t.Fatal(err)
+	}
+
+	// A tool ask → inline keyboard.
+	tg.AddMessage(100, 100, "make the file")
+	ask := waitTG(t, tg, "the approval keyboard", func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && strings.Contains(c.Params["text"], "Approval needed") && c.Has("reply_markup")
+	})
+	if n := len(e.model.Requests()); n != before+1 {
+		t.Fatalf("the redelivered update started a turn (%d requests, want %d)", n, before+1)
+	}
+	token := callbackData(t, ask, "Approve")
+	var askID int64
+	for _, m := range tg.Messages() {
+		if strings.Contains(m.Text, "Approval needed") {
+			askID = m.ID
+		}
+	}
+
+	// Another user's press: alert, nothing runs.
+	bobPress := tg.AddCallback(100, 200, askID, token)
+	waitTG(t, tg, "the refusal", func(c telegramtest.Call) bool {
+		return c.Method == "answerCallbackQuery" && c.Params["callback_query_id"] == "cb"+itoa(bobPress)
+	})
+	ans, _ := tg.AnswerFor(bobPress)
+	if ans.Params["show_alert"] != "true" || !strings.Contains(ans.Params["text"], "Only") {
+		t.Fatalf("refusal answer = %v", ans.Params)
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "pressed-in-telegram")); err == nil {
+		t.Fatal("the tool ran after a refused press")
+	}
+
+	// SIGKILL and restart between the keyboard and the press.
+	p.kill()
+	e.model.Push(fakemodel.Step{Text: "The file is there now."})
+	e.startServe()
+	press := tg.AddCallback(100, 100, askID, token)
+	waitTG(t, tg, "the answer after the press", textContains("", "The file is there now."))
+	if a, ok := tg.AnswerFor(press); !ok || !strings.Contains(a.Params["text"], "Approved") {
+		t.Fatalf("press answer = %v", a.Params)
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "pressed-in-telegram")); err != nil {
+		t.Fatal("the approved tool did not run")
+	}
+	waitTG(t, tg, "the ask edited to show the decision", func(c telegramtest.Call) bool {
+		return c.Method == "editMessageText" && c.Int("message_id") == askID && strings.Contains(c.Params["text"], "Approved")
+	})
+}
+
+// TestTelegramRateLimitAndCrashInOutbox: a 429 with retry_after is
+// honoured (retried after it, not before) and a reply waiting in the
+// outbox when serve is killed is delivered once after the restart.
+func TestTelegramRateLimitAndCrashInOutbox(t *testing.T) {
+	e, tg := telegramEnv(t, fakemodel.Step{Text: "Patience pays."})
+	p := e.startServe()
+	// Every way the reply could go out is rate limited for 4 s.
+	for range 3 {
+		tg.FailNext("sendMessage", 429, 4)
+	}
+	tg.AddMessage(100, 100, "hi")
+	first := waitTG(t, tg, "the rate-limited send", func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.Status == 429
+	})
+	// The reply is in the outbox now; kill serve before retry_after ends.
+	eventually(t, 30*time.Second, "the turn to finish", func() bool {
+		return len(e.model.Requests()) == 1 && countCalls(tg, "sendMessage", 429) >= 1
+	})
+	p.kill()
+	e.startServe()
+	ok := waitTG(t, tg, "the delivery after restart", textContains("sendMessage", "Patience pays."))
+	if gap := ok.At.Sub(first.At); gap < 4*time.Second {
+		t.Fatalf("retried %v after the 429, before retry_after (4s)", gap)
+	}
+	// Delivered once, not lost and not twice.
+	n := 0
+	for _, m := range tg.Messages() {
+		if strings.Contains(m.Text, "Patience pays.") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the reply was posted %d times, want once", n)
+	}
+}
+
+func countCalls(tg *telegramtest.Server, method string, status int) int {
+	n := 0
+	for _, c := range tg.Calls() {
+		if c.Method == method && c.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
