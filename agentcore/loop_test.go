@@ -663,3 +663,33 @@ func TestClampOverflow(t *testing.T) {
 		t.Fatalf("two conversations' results share the overflow file %s", paths[0])
 	}
 }
+
+// A model that repeats a tool call id across steps (or a server that does)
+// must not get "outcome unknown" or an old decision for a new call.
+func TestRepeatedToolCallIDRunsEachCall(t *testing.T) {
+	w := newWorld(t,
+		bashCall("call_1", "echo one"),
+		bashCall("call_1", "touch marker"),
+		fakemodel.Step{Text: "both ran"},
+	)
+	ag := w.agent(agentOpts{mode: "unrestricted"})
+	conv := w.conversation(ag)
+	res := turn(t, ag, conv, userInput("go"), nil)
+	if res.StopReason != agentcore.StopEndTurn {
+		t.Fatalf("turn ended %s: %s", res.StopReason, res.Error)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "marker")); err != nil {
+		t.Fatal("the second call with a repeated id did not run")
+	}
+	msgs := w.messages(conv)
+	checkTranscript(t, msgs, false)
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if seen[c.ID] {
+				t.Fatalf("call id %s stored twice", c.ID)
+			}
+			seen[c.ID] = true
+		}
+	}
+}

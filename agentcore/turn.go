@@ -322,11 +322,15 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		}
 		return Message{}, resp, &res, nil
 	}
+	calls, err := t.uniqueCallIDs(ctx, view, resp.ToolCalls)
+	if err != nil {
+		return Message{}, resp, nil, err
+	}
 	asst := Message{
 		ID:        msgID,
 		Role:      RoleAssistant,
 		Reasoning: resp.Reasoning,
-		ToolCalls: resp.ToolCalls,
+		ToolCalls: calls,
 		RunID:     run.ID,
 	}
 	if resp.Text != "" {
@@ -406,6 +410,43 @@ func unansweredCalls(view []Message) (Message, []ToolCall) {
 		return m, open
 	}
 	return Message{}, nil
+}
+
+// uniqueCallIDs gives every call of a step an id no earlier call of the
+// conversation used: the tool ledger and approvals are keyed by call id,
+// and some models and servers repeat ids across steps (or send none).
+func (t *turn) uniqueCallIDs(ctx context.Context, view []Message, calls []ToolCall) ([]ToolCall, error) {
+	if len(calls) == 0 {
+		return calls, nil
+	}
+	used := map[string]bool{}
+	for _, m := range view {
+		for _, c := range m.ToolCalls {
+			used[c.ID] = true
+		}
+	}
+	started, err := t.a.deps.Store.StartedToolCalls(ctx, t.conv.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load tool ledger: %w", err)
+	}
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	asked, err := t.a.deps.Store.ConversationApprovals(ctx, t.conv.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load approvals: %w", err)
+	}
+	out := make([]ToolCall, len(calls))
+	for i, c := range calls {
+		_, hasApproval := asked[c.ID]
+		if c.ID == "" || used[c.ID] || started[c.ID] || hasApproval {
+			c.ID = strings.TrimSuffix("call_"+c.ID, "_") + "-" + randomID(4)
+		}
+		used[c.ID] = true
+		out[i] = c
+	}
+	return out, nil
 }
 
 func hasMessage(view []Message, id string) bool {
