@@ -66,6 +66,12 @@ type harnessOpts struct {
 
 func newHarness(t *testing.T, o harnessOpts, steps ...fakemodel.Step) *harness {
 	t.Helper()
+	return newHarnessWith(t, o, nil, steps...)
+}
+
+// newHarnessWith replaces the "chat" fake with chat when it is not nil.
+func newHarnessWith(t *testing.T, o harnessOpts, chat channels.Adapter, steps ...fakemodel.Step) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(context.Background(), filepath.Join(dir, "sb.db"))
 	if err != nil {
@@ -110,21 +116,30 @@ func newHarness(t *testing.T, o harnessOpts, steps ...fakemodel.Step) *harness {
 		ApprovalTimeout: o.timeout,
 		Now:             h.clock.Now,
 		ModelProblem:    o.modelProblem,
-	}, h.chat, h.phone)
+	}, pick(chat, h.chat), h.phone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.start()
+	h.start(chat == nil)
 	return h
 }
 
-func (h *harness) start() {
+func pick(a channels.Adapter, fallback *channelstest.Adapter) channels.Adapter {
+	if a != nil {
+		return a
+	}
+	return fallback
+}
+
+func (h *harness) start(waitChat bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.done = make(chan error, 1)
 	go func() { h.done <- h.gw.Run(ctx, 5*time.Second) }()
-	if err := h.chat.WaitStarted(h.ctx()); err != nil {
-		h.t.Fatal(err)
+	if waitChat {
+		if err := h.chat.WaitStarted(h.ctx()); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	h.t.Cleanup(h.stop)
 }
