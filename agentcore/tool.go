@@ -136,16 +136,3 @@ func (s *Tools) unknownTool(name string) Result {
 	sort.Strings(names)
 	return ErrorResult("Tool not found: %s. Available: %s", name, strings.Join(names, ", "))
 }
-
-// decodeArgs parses a call's JSON arguments into v, as an error result the
-// model can act on when they are not a JSON object of the right shape.
-func decodeArgs(args json.RawMessage, v any) (Result, bool) {
-	if len(strings.TrimSpace(string(args))) == 0 {
-		args = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(args)))
-	if err := dec.Decode(v); err != nil {
-		return ErrorResult("Invalid arguments: %v. Send a JSON object matching the tool's schema.", err), false
-	}
-	return Result{}, true
-}

@@ -457,13 +457,3 @@ func hasMessage(view []Message, id string) bool {
 	}
 	return false
 }
-
-func joinNonEmpty(sep string, parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if strings.TrimSpace(p) != "" {
-			keep = append(keep, p)
-		}
-	}
-	return strings.Join(keep, sep)
-}

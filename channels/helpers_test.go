@@ -2,7 +2,6 @@ package channels
 
 import (
 	"fmt"
-	"html"
 	"regexp"
 	"strings"
 	"unicode"
@@ -74,12 +73,6 @@ func checkTelegramHTML(s string) error {
 }
 
 var anyTag = regexp.MustCompile(`<[^<>]*>`)
-
-// visibleText is what a Telegram or HTML message shows: tags removed,
-// entities decoded.
-func visibleText(s string) string {
-	return html.UnescapeString(anyTag.ReplaceAllString(s, ""))
-}
 
 // noSpace removes all whitespace.
 func noSpace(s string) string {

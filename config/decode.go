@@ -308,14 +308,6 @@ func (t *table) str(key string) (string, bool) {
 	return t.d.expandAt(t.keyPath(key), s)
 }
 
-// strDefault reads a string, returning def when it is absent or wrong.
-func (t *table) strDefault(key, def string) string {
-	if s, ok := t.str(key); ok {
-		return s
-	}
-	return def
-}
-
 // boolean reads a bool, returning def when it is absent or wrong.
 func (t *table) boolean(key string, def bool) bool {
 	v, present := t.get(key)

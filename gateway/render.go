@@ -103,7 +103,6 @@ type renderer struct {
 	attachments []attachmentSpec
 	dirty       bool
 	ref         string // the streamed message's platform id
-	sealed      bool
 
 	wake chan struct{}
 	done chan struct{}
@@ -271,12 +270,6 @@ func (r *renderer) stream() {
 func (r *renderer) stop() {
 	close(r.done)
 	r.wg.Wait()
-}
-
-func (r *renderer) sentRef() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ref
 }
 
 // final builds the turn's final reply as outbox items: an edit of the

@@ -182,7 +182,6 @@ func (m webMessage) text() string {
 type watch struct {
 	mu     chanMutex
 	latest map[string]webMessage
-	seen   map[string]int // how many different message ids carried a text
 	cancel context.CancelFunc
 }
 

@@ -139,7 +139,7 @@ func bad(desc string) (int, apiReply) {
 func chatID(p map[string]string) (int64, error) {
 	id, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if err != nil || id == 0 {
-		return 0, fmt.Errorf("Bad Request: chat not found")
+		return 0, fmt.Errorf("%s: chat not found", badRequest)
 	}
 	return id, nil
 }
@@ -263,16 +263,16 @@ func checkText(text, parseMode string, limit int) error {
 			name := strings.TrimPrefix(strings.Trim(tag, "<>/ "), "/")
 			name, _, _ = strings.Cut(name, " ")
 			if !allowedTags[strings.ToLower(name)] {
-				return fmt.Errorf("Bad Request: can't parse entities: unsupported start tag %q", name)
+				return fmt.Errorf("%s: can't parse entities: unsupported start tag %q", badRequest, name)
 			}
 		}
 		visible = html.UnescapeString(tagRE.ReplaceAllString(text, ""))
 	}
 	if strings.TrimSpace(visible) == "" {
-		return fmt.Errorf("Bad Request: message text is empty")
+		return fmt.Errorf("%s: message text is empty", badRequest)
 	}
 	if utf16Len(visible) > limit {
-		return fmt.Errorf("Bad Request: message is too long")
+		return fmt.Errorf("%s: message is too long", badRequest)
 	}
 	return nil
 }
@@ -290,28 +290,31 @@ func checkMarkup(markup string) error {
 		InlineKeyboard [][]map[string]json.RawMessage `json:"inline_keyboard"`
 	}
 	if err := json.Unmarshal([]byte(markup), &kb); err != nil {
-		return fmt.Errorf("Bad Request: can't parse reply keyboard markup JSON object")
+		return fmt.Errorf("%s: can't parse reply keyboard markup JSON object", badRequest)
 	}
 	if kb.InlineKeyboard == nil {
-		return fmt.Errorf("Bad Request: field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array")
+		return fmt.Errorf("%s: field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array", badRequest)
 	}
 	for _, row := range kb.InlineKeyboard {
 		for _, b := range row {
 			for k := range b {
 				if k != "text" && k != "callback_data" {
-					return fmt.Errorf("Bad Request: can't parse inline keyboard button: unexpected field %q", k)
+					return fmt.Errorf("%s: can't parse inline keyboard button: unexpected field %q", badRequest, k)
 				}
 			}
 			var text, data string
 			_ = json.Unmarshal(b["text"], &text)
 			_ = json.Unmarshal(b["callback_data"], &data)
 			if text == "" {
-				return fmt.Errorf("Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
+				return fmt.Errorf("%s: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard", badRequest)
 			}
 			if len(data) < 1 || len(data) > 64 {
-				return fmt.Errorf("Bad Request: BUTTON_DATA_INVALID")
+				return fmt.Errorf("%s: BUTTON_DATA_INVALID", badRequest)
 			}
 		}
 	}
 	return nil
 }
+
+// badRequest starts the descriptions the Bot API gives for 400 errors.
+const badRequest = "Bad Request"
