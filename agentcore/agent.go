@@ -24,9 +24,10 @@ type Memory interface {
 	Revision(ctx context.Context) (string, error)
 	// Compile renders HEAD into the memory part of the system prompt.
 	Compile(ctx context.Context) (text, revision string, err error)
-	// Commit commits the work tree; a validation failure restores the
-	// files and returns an error that says why.
-	Commit(ctx context.Context, message string) (changed bool, err error)
+	// Commit commits the given paths of the work tree (all changes when
+	// none are given); a validation failure restores them and returns an
+	// error that says why. Other uncommitted edits are left alone.
+	Commit(ctx context.Context, message string, paths ...string) (changed bool, err error)
 	// Diff is a bounded description of the changes between two revisions.
 	Diff(ctx context.Context, from, to string) (string, error)
 }

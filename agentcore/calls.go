@@ -352,7 +352,7 @@ func (t *turn) runOne(ctx context.Context, p *callPlan) (res Result) {
 	if mem := t.a.deps.Memory; mem != nil {
 		r := p.tool.Resource(p.args, env)
 		if r.Kind == ResourceWrite && inDir(r.Path, mem.Dir()) {
-			if _, err := mem.Commit(context.WithoutCancel(ctx), fmt.Sprintf("%s %s", p.call.Name, relTo(mem.Dir(), r.Path))); err != nil {
+			if _, err := mem.Commit(context.WithoutCancel(ctx), fmt.Sprintf("%s %s", p.call.Name, relTo(mem.Dir(), r.Path)), r.Path); err != nil {
 				return ErrorResult("The memory change was not kept: %v. The file was restored; fix the content and try again.", err)
 			}
 		}

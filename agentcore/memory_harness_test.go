@@ -32,7 +32,11 @@ func (m memAdapter) Compile(ctx context.Context) (string, string, error) {
 	c, err := m.r.Compile(ctx)
 	return c.Text, c.Revision, err
 }
-func (m memAdapter) Commit(ctx context.Context, message string) (bool, error) {
+func (m memAdapter) Commit(ctx context.Context, message string, paths ...string) (bool, error) {
+	if len(paths) > 0 {
+		res, err := m.r.CommitPaths(ctx, message, paths...)
+		return res.Changed, err
+	}
 	res, err := m.r.CommitWorkTree(ctx, message)
 	return res.Changed, err
 }

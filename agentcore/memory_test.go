@@ -176,3 +176,40 @@ func TestMemoryLogShowRevert(t *testing.T) {
 		t.Errorf("MemoryLog without memory: %v", err)
 	}
 }
+
+// A person's uncommitted hand edit stays out of every prompt even after the
+// agent commits its own memory write: the harness commits only the path
+// the tool wrote.
+func TestAgentMemoryCommitLeavesHandEditsOut(t *testing.T) {
+	w := newMemWorld(t)
+	human := filepath.Join(w.memDir, "system", "human.md")
+	old, err := os.ReadFile(human)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(human, append(old, "HAND-EDIT-5150 must stay out\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	factFile := filepath.Join(w.memDir, "notes", "city.md")
+	w.model.Push(
+		fakemodel.Step{ToolCalls: []fakemodel.ToolCall{{ID: "call-w", Name: "Write",
+			Arguments: mustJSON(t, map[string]string{"file_path": factFile, "content": "City: Lyon-4410\n"})}}},
+		fakemodel.Step{Text: "Noted."},
+		fakemodel.Step{Text: "New conversation."},
+	)
+	a := w.agent(memAgentOpts{})
+	if res := w.say(a, w.conversation(a), "Remember Lyon-4410.", nil); res.StopReason != agentcore.StopEndTurn {
+		t.Fatalf("turn: %s %s", res.StopReason, res.Error)
+	}
+	w.say(a, w.conversation(a), "Hello.", nil)
+	reqs := w.model.Requests()
+	sys := splitRequest(t, reqs[len(reqs)-1]).system
+	if !strings.Contains(sys, "Lyon-4410") {
+		t.Fatal("the agent's committed fact is missing from a new conversation's prompt")
+	}
+	for i, r := range reqs {
+		if strings.Contains(string(r.Raw), "HAND-EDIT-5150") {
+			t.Errorf("request %d carries the uncommitted hand edit", i+1)
+		}
+	}
+}

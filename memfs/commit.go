@@ -83,14 +83,38 @@ func (r *Repo) CommitWorkTree(ctx context.Context, message string) (CommitResult
 		return CommitResult{}, err
 	}
 	defer unlock()
-	return r.commitWorkTree(ctx, message, true, r.opts.MaxFileBytes)
+	return r.commitWorkTree(ctx, message, true, r.opts.MaxFileBytes, nil)
+}
+
+// CommitPaths is CommitWorkTree limited to the given paths (relative to
+// the repository, or absolute inside it): other changes in the work tree —
+// a person's uncommitted hand edit — are neither committed nor restored,
+// so they never reach a compiled prompt through someone else's commit.
+func (r *Repo) CommitPaths(ctx context.Context, message string, paths ...string) (CommitResult, error) {
+	only := map[string]bool{}
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			rel, err := filepath.Rel(r.dir, p)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+				return CommitResult{}, fmt.Errorf("commit memory: %s is outside the memory directory %s", p, r.dir)
+			}
+			p = rel
+		}
+		only[filepath.ToSlash(filepath.Clean(p))] = true
+	}
+	unlock, err := r.lock(ctx, true)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	defer unlock()
+	return r.commitWorkTree(ctx, message, true, r.opts.MaxFileBytes, only)
 }
 
 // commitWorkTree does CommitWorkTree's work with the exclusive lock held,
 // accepting files of up to maxFile bytes. With restore false a rejected
 // change is left in place (Open uses this so that it never deletes files a
 // person put into a new memory directory).
-func (r *Repo) commitWorkTree(ctx context.Context, message string, restore bool, maxFile int) (CommitResult, error) {
+func (r *Repo) commitWorkTree(ctx context.Context, message string, restore bool, maxFile int, only map[string]bool) (CommitResult, error) {
 	head, headFiles, err := r.headState()
 	if err != nil {
 		return CommitResult{}, err
@@ -100,6 +124,15 @@ func (r *Repo) commitWorkTree(ctx context.Context, message string, restore bool,
 		return CommitResult{}, err
 	}
 	changes := diffWorkTree(headFiles, wt)
+	if only != nil {
+		kept := changes[:0]
+		for _, c := range changes {
+			if only[c.Path] {
+				kept = append(kept, c)
+			}
+		}
+		changes = kept
+	}
 	headRev := ""
 	if head != nil {
 		headRev = head.Hash.String()

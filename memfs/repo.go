@@ -120,7 +120,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Repo, error) {
 		return nil, err
 	}
 	// The layout itself is accepted even under a tiny MaxFileBytes.
-	if _, err := r.commitWorkTree(ctx, "Create memory", false, max(r.opts.MaxFileBytes, layoutMaxFile)); err != nil {
+	if _, err := r.commitWorkTree(ctx, "Create memory", false, max(r.opts.MaxFileBytes, layoutMaxFile), nil); err != nil {
 		return nil, fmt.Errorf("first commit of memory %s: %w", abs, err)
 	}
 	return r, nil

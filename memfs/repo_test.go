@@ -125,3 +125,38 @@ func TestLockWaitEndsWithContext(t *testing.T) {
 		t.Errorf("CommitWorkTree after the lock was released: %v", err)
 	}
 }
+
+func TestCommitPathsLeavesOtherEditsAlone(t *testing.T) {
+	ctx := context.Background()
+	r, err := Open(ctx, t.TempDir(), Options{AgentName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A person edits one file by hand; the agent writes another.
+	hand := filepath.Join(r.Dir(), "system", "human.md")
+	if err := os.WriteFile(hand, []byte("hand edit, not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agentFile := filepath.Join(r.Dir(), "notes.md")
+	if err := os.WriteFile(agentFile, []byte("the agent's fact\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.CommitPaths(ctx, "Write notes.md", agentFile)
+	if err != nil || !res.Changed || len(res.Files) != 1 || res.Files[0] != "notes.md" {
+		t.Fatalf("CommitPaths = %+v, %v", res, err)
+	}
+	c, err := r.Compile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.Text, "the agent's fact") || strings.Contains(c.Text, "hand edit") {
+		t.Fatalf("compiled memory:\n%s", c.Text)
+	}
+	// The hand edit is still in the work tree, untouched.
+	if b, _ := os.ReadFile(hand); string(b) != "hand edit, not committed\n" {
+		t.Fatalf("hand edit was changed: %q", b)
+	}
+	if _, err := r.CommitPaths(ctx, "x", "/etc/passwd"); err == nil {
+		t.Fatal("a path outside the repository was accepted")
+	}
+}

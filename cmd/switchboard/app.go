@@ -100,6 +100,8 @@ type agentOptions struct {
 	// allowNoModel builds the agent even when no model is configured
 	// (serve starts anyway and tells people how to configure one).
 	allowNoModel bool
+	// observeStep, when set, is told how long each model call took.
+	observeStep func(time.Duration)
 }
 
 // agent builds the named agent with its provider, memory, tools and
@@ -166,13 +168,16 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 	if ac.SystemPrompt != "" {
 		preset += "\n\n# Instructions for this agent\n" + ac.SystemPrompt
 	}
-	provider := agentcore.NewOpenAI(agentcore.OpenAIOptions{
+	var provider agentcore.Provider = agentcore.NewOpenAI(agentcore.OpenAIOptions{
 		BaseURL:         pc.BaseURL,
 		APIKey:          pc.APIKey,
 		Model:           model,
 		MaxOutputTokens: pc.MaxOutputTokens,
 		Vision:          pc.Vision,
 	})
+	if o.observeStep != nil {
+		provider = timedProvider{provider, o.observeStep}
+	}
 	env := agentcore.ToolEnv{
 		AgentID:     name,
 		Workspace:   ac.Workspace,
@@ -225,7 +230,11 @@ func (m memoryAdapter) Compile(ctx context.Context) (string, string, error) {
 	c, err := m.r.Compile(ctx)
 	return c.Text, c.Revision, err
 }
-func (m memoryAdapter) Commit(ctx context.Context, message string) (bool, error) {
+func (m memoryAdapter) Commit(ctx context.Context, message string, paths ...string) (bool, error) {
+	if len(paths) > 0 {
+		res, err := m.r.CommitPaths(ctx, message, paths...)
+		return res.Changed, err
+	}
 	res, err := m.r.CommitWorkTree(ctx, message)
 	return res.Changed, err
 }
@@ -272,6 +281,20 @@ func memoryCommit(c memfs.Commit) agentcore.MemoryCommit {
 		mc.Changes = append(mc.Changes, agentcore.MemoryChange{Path: ch.Path, Kind: ch.Kind})
 	}
 	return mc
+}
+
+// timedProvider reports each model call's duration (provider latency
+// metric).
+type timedProvider struct {
+	p       agentcore.Provider
+	observe func(time.Duration)
+}
+
+func (t timedProvider) Step(ctx context.Context, req agentcore.Request, onDelta func(agentcore.Delta)) (agentcore.Response, error) {
+	start := time.Now()
+	res, err := t.p.Step(ctx, req, onDelta)
+	t.observe(time.Since(start))
+	return res, err
 }
 
 // waitTurn runs a turn, waiting up to wait for a busy conversation's

@@ -50,11 +50,16 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 	defer a.Close()
 	cfg := a.cfg
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := gateway.NewMetrics(reg)
+	observe := func(d time.Duration) { metrics.ProviderSeconds.Observe(d.Seconds()) }
+
 	agents := map[string]*agentcore.Agent{}
 	agentOpts := map[string]gateway.AgentOptions{}
 	modelProblem := ""
 	for _, name := range agentNames(cfg) {
-		ag, err := a.agent(ctx, name, agentOptions{allowNoModel: true})
+		ag, err := a.agent(ctx, name, agentOptions{allowNoModel: true, observeStep: observe})
 		if err != nil {
 			return err
 		}
@@ -66,10 +71,6 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 			modelProblem = "No model is configured, so the agent cannot answer yet. Set SWITCHBOARD_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for a remote endpoint), or `model` under [providers." + ac.Provider + "] in switchboard.toml, then restart `switchboard serve`."
 		}
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := gateway.NewMetrics(reg)
 
 	var adapters []channels.Adapter
 	chOpts := map[string]gateway.ChannelOptions{}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +53,18 @@ func TestServeBrowser(t *testing.T) {
 	t.Logf("screenshot: %s", path)
 	if _, err := os.Stat(filepath.Join(e.workspace, "from-browser")); err != nil {
 		t.Fatal("the approved command did not run")
+	}
+	// Metrics count the turn and the model calls.
+	resp, err := http.Get(p.url() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`switchboard_turns_total{stop_reason="end_turn"} 1`, "switchboard_provider_seconds_count 2", "switchboard_approvals_asked_total 1", "switchboard_inbound_total"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("/metrics lacks %q", m)
+		}
 	}
 	// Graceful shutdown on SIGTERM.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -229,11 +229,16 @@ func (h *headless) bidirectional(ctx context.Context) error {
 				}
 			}
 		case <-ctx.Done():
+			// Interrupted (SIGINT/SIGTERM): stop the running turn and end
+			// with its cancelled result rather than a bare error.
 			if running {
 				cancel()
-				<-done
+				d := <-done
+				if d.err == nil && h.f.outputFormat != "text" {
+					h.out.write(toResult(d.res, h.usage, h.steps, timeSince(h.start)))
+				}
 			}
-			return ctx.Err()
+			return exitError{130}
 		}
 	}
 	if last == nil {
