@@ -37,6 +37,12 @@ type Input struct {
 	// retries an input after a crash passes the same id, and the turn
 	// continues instead of appending the input twice.
 	MessageID string
+	// Steer, when set, is asked at each step boundary for messages that
+	// arrived while the turn worked (queue mode steer); each is appended as
+	// a user message, then Steered is called with their message ids so the
+	// host can mark them consumed.
+	Steer   func(ctx context.Context) []Input
+	Steered func(ctx context.Context, messageIDs []string)
 	// DenyAsks, when set, turns every "ask" into a denial with this reason:
 	// for hosts where nobody can answer (run -p with text input).
 	DenyAsks string
@@ -241,7 +247,44 @@ func (t *turn) loop(ctx context.Context) (TurnResult, error) {
 		if err := ctx.Err(); err != nil {
 			return t.cancelled(ctx), nil
 		}
+		if err := t.steer(ctx); err != nil {
+			return TurnResult{}, err
+		}
 	}
+}
+
+// steer appends the messages the host says arrived while the turn worked
+// (queue mode steer), at a step boundary: after the tool results, before
+// the next model call.
+func (t *turn) steer(ctx context.Context) error {
+	if t.in.Steer == nil {
+		return nil
+	}
+	ins := t.in.Steer(ctx)
+	if len(ins) == 0 {
+		return nil
+	}
+	view, err := t.a.deps.Store.View(ctx, t.conv.ID)
+	if err != nil {
+		return fmt.Errorf("load view of %s: %w", t.conv.ID, err)
+	}
+	var ids []string
+	for _, in := range ins {
+		if in.MessageID != "" && hasMessage(view, in.MessageID) {
+			ids = append(ids, in.MessageID)
+			continue
+		}
+		parts := append([]Part{{Type: PartReminder, Text: reminder("The user sent this while you were working; take it into account.")}}, in.Parts...)
+		stored, err := t.append(ctx, Message{ID: in.MessageID, Role: RoleUser, Parts: parts})
+		if err != nil {
+			return err
+		}
+		ids = append(ids, stored[0].ID)
+	}
+	if t.in.Steered != nil {
+		t.in.Steered(context.WithoutCancel(ctx), ids)
+	}
+	return nil
 }
 
 func (t *turn) cancelled(ctx context.Context) TurnResult {

@@ -260,8 +260,9 @@ func (g *Gateway) queueMode(loc channels.Location) string {
 	return g.opts.Channels[loc.Channel].QueueMode
 }
 
-// inputFor turns a message payload into agent input.
-func (g *Gateway) inputFor(agentID string, p messagePayload) agentcore.Input {
+// inputFor turns a message payload into agent input. dropped, when not
+// empty, tells the person what did not reach the model.
+func (g *Gateway) inputFor(agentID string, p messagePayload) (in agentcore.Input, dropped string) {
 	parts := []agentcore.Part{}
 	if strings.TrimSpace(p.Text) != "" {
 		parts = append(parts, agentcore.Part{Type: agentcore.PartText, Text: p.Text})
@@ -271,10 +272,13 @@ func (g *Gateway) inputFor(agentID string, p messagePayload) agentcore.Input {
 		switch {
 		case !strings.HasPrefix(a.MIME, "image/"):
 			parts = append(parts, agentcore.Part{Type: agentcore.PartText, Text: fmt.Sprintf("[The user attached %s (%s), which is not passed to the model.]", a.Name, a.MIME)})
+			dropped = "The file " + a.Name + " was not passed to the model: only images are."
 		case !vision:
 			parts = append(parts, agentcore.Part{Type: agentcore.PartText, Text: "[The user sent an image, but this model does not accept images (vision = false).]"})
+			dropped = "The model does not accept images (vision = false in [providers]), so it only hears that you sent one."
 		case len(a.Data) > maxImageBytes:
 			parts = append(parts, agentcore.Part{Type: agentcore.PartText, Text: fmt.Sprintf("[The user sent an image of %d bytes, over the %d byte limit.]", len(a.Data), maxImageBytes)})
+			dropped = fmt.Sprintf("The image is over the %d MiB limit, so the model only hears that you sent one.", maxImageBytes>>20)
 		default:
 			parts = append(parts, agentcore.Part{Type: agentcore.PartImage, MIME: a.MIME, Data: a.Data})
 		}
@@ -285,5 +289,5 @@ func (g *Gateway) inputFor(agentID string, p messagePayload) agentcore.Input {
 	} else {
 		speaker += " (" + p.Who + ")"
 	}
-	return agentcore.Input{Kind: agentcore.InputUser, Parts: parts, Requester: p.Who, Speaker: speaker, Origin: p.Origin}
+	return agentcore.Input{Kind: agentcore.InputUser, Parts: parts, Requester: p.Who, Speaker: speaker, Origin: p.Origin}, dropped
 }

@@ -15,6 +15,9 @@ type Metrics struct {
 	Outbound        *prometheus.CounterVec
 	OutboxRetries   prometheus.Counter
 	StreamEdits     *prometheus.CounterVec
+	Busy            prometheus.Gauge       // conversations with a running worker
+	Tokens          *prometheus.CounterVec // model tokens by kind: input, output, cached
+	ProviderSeconds prometheus.Histogram   // one model call, observed by the host's provider wrapper
 }
 
 // NewMetrics creates the instruments and registers them with reg (nil:
@@ -31,9 +34,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Outbound:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_outbound_total", Help: "Delivered outbox items by channel and kind."}, []string{"channel", "kind"}),
 		OutboxRetries:   prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_outbox_retries_total", Help: "Failed outbound deliveries that were retried or given up."}),
 		StreamEdits:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_stream_edits_total", Help: "Streaming sends and edits by channel."}, []string{"channel"}),
+		Busy:            prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_busy_conversations", Help: "Conversations whose queue is being worked (queue depth in conversations)."}),
+		Tokens:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_model_tokens_total", Help: "Model tokens by kind (input, output, cached)."}, []string{"kind"}),
+		ProviderSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchboard_provider_seconds", Help: "Duration of one model call.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Inbound, m.Duplicates, m.Actions, m.Turns, m.TurnSeconds, m.ApprovalsAsked, m.ApprovalSeconds, m.Outbound, m.OutboxRetries, m.StreamEdits)
+		reg.MustRegister(m.Inbound, m.Duplicates, m.Actions, m.Turns, m.TurnSeconds, m.ApprovalsAsked, m.ApprovalSeconds, m.Outbound, m.OutboxRetries, m.StreamEdits, m.Busy, m.Tokens, m.ProviderSeconds)
 	}
 	return m
 }

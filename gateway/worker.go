@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
@@ -36,9 +37,11 @@ func (g *Gateway) kick(conv string) {
 	}
 	w := &worker{conv: conv, cancel: func(error) {}}
 	g.running[conv] = w
+	g.opts.Metrics.Busy.Inc()
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
+		defer g.opts.Metrics.Busy.Dec()
 		g.work(g.ctx, w)
 	}()
 }
@@ -155,14 +158,22 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 			g.log.Error("queue item with a bad payload; dropping it", "item", it.ID, "err", err)
 			return false, g.opts.Store.Complete(ctx, it.ID)
 		}
-		if mode := g.queueMode(loc); mode == QueueCollect || mode == QueueSteer {
+		mode := g.queueMode(loc)
+		if mode == QueueCollect {
 			p, items = g.collect(ctx, it, p)
 		}
-		in = g.inputFor(it.AgentID, p)
+		var dropped string
+		in, dropped = g.inputFor(it.AgentID, p)
+		if dropped != "" && it.Attempts <= 1 {
+			g.post(ctx, loc, outMessage{Notice: dropped})
+		}
 		if it.Kind == ItemNotification {
 			in.Kind = agentcore.InputNotification
 		}
-		in.MessageID = fmt.Sprintf("in-%s-%d", it.ConversationID, it.ID)
+		in.MessageID = inputID(it)
+		if mode == QueueSteer && it.Kind == ItemMessage {
+			in.Steer, in.Steered = g.steerer(it)
+		}
 	}
 
 	turnCtx, cancel := context.WithCancelCause(ctx)
@@ -176,12 +187,9 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 
 	start := time.Now()
 	r := g.newRenderer(ctx, loc, ag.ID(), it.ConversationID)
-	if a, ok := g.adapterFor(loc); ok {
-		if t, ok := a.(channels.Typer); ok {
-			_ = t.Typing(ctx, loc)
-		}
-	}
+	stopTyping := g.keepTyping(turnCtx, loc)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, r)
+	stopTyping()
 	r.stop()
 	if errors.Is(err, agentcore.ErrBusy) {
 		return true, nil
@@ -191,6 +199,9 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 	}
 	g.opts.Metrics.Turns.WithLabelValues(string(res.StopReason)).Inc()
 	g.opts.Metrics.TurnSeconds.Observe(time.Since(start).Seconds())
+	g.opts.Metrics.Tokens.WithLabelValues("input").Add(float64(res.Usage.InputTokens))
+	g.opts.Metrics.Tokens.WithLabelValues("output").Add(float64(res.Usage.OutputTokens))
+	g.opts.Metrics.Tokens.WithLabelValues("cached").Add(float64(res.Usage.CachedTokens))
 	if cause := context.Cause(turnCtx); res.StopReason == agentcore.StopCancelled {
 		switch {
 		case errors.Is(cause, errShutdown):
@@ -240,4 +251,82 @@ func (g *Gateway) collect(ctx context.Context, first Item, p messagePayload) (me
 	}
 	p.Text = strings.Join(texts, "\n\n")
 	return p, items
+}
+
+// keepTyping shows "typing…" while a turn runs, where the platform has it
+// (Telegram's indicator lasts five seconds, so it is renewed every four).
+func (g *Gateway) keepTyping(ctx context.Context, loc channels.Location) (stop func()) {
+	a, ok := g.adapterFor(loc)
+	if !ok {
+		return func() {}
+	}
+	t, ok := a.(channels.Typer)
+	if !ok || !a.Capabilities().Typing {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(4 * time.Second)
+		defer tick.Stop()
+		for {
+			_ = t.Typing(ctx, loc)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// inputID is the deterministic message id of a queue item's input, so a
+// retried item continues its turn instead of appending its input twice.
+func inputID(it Item) string { return fmt.Sprintf("in-%s-%d", it.ConversationID, it.ID) }
+
+// steerer hands a running turn the messages queued behind it (queue mode
+// steer) and completes their items once the turn has appended them.
+func (g *Gateway) steerer(first Item) (func(context.Context) []agentcore.Input, func(context.Context, []string)) {
+	var mu sync.Mutex
+	taken := map[string]int64{} // message id → item id
+	steer := func(ctx context.Context) []agentcore.Input {
+		pending, err := g.opts.Store.Pending(ctx, first.ConversationID)
+		if err != nil {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var ins []agentcore.Input
+		for _, it := range pending {
+			if it.ID <= first.ID || it.Kind != ItemMessage {
+				continue
+			}
+			var p messagePayload
+			if json.Unmarshal(it.Payload, &p) != nil {
+				continue
+			}
+			in, _ := g.inputFor(it.AgentID, p)
+			in.MessageID = inputID(it)
+			taken[in.MessageID] = it.ID
+			ins = append(ins, in)
+		}
+		return ins
+	}
+	steered := func(ctx context.Context, ids []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			if itemID, ok := taken[id]; ok {
+				if err := g.opts.Store.Complete(ctx, itemID); err != nil && !errors.Is(err, ErrNotFound) {
+					g.log.Error("complete steered item", "item", itemID, "err", err)
+				}
+			}
+		}
+	}
+	return steer, steered
 }
