@@ -45,7 +45,7 @@ type Config struct {
 	Approvers       []string      // qualified ids allowed to decide; empty: requester + admins
 	ApprovalTimeout time.Duration // default 12h
 	ClampChars      int           // tool output clamp, default 30,000 (and at most a quarter of the window)
-	LeaseTTL        time.Duration // default 30s
+	LeaseTTL        time.Duration // default 10s
 }
 
 // Deps are the collaborators of an Agent.
@@ -77,7 +77,9 @@ func New(cfg Config, deps Deps) *Agent {
 		cfg.ApprovalTimeout = 12 * time.Hour
 	}
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = 30 * time.Second
+		// Short enough that a crashed process's conversations are picked up
+		// within seconds after a restart; renewed every third of it.
+		cfg.LeaseTTL = 10 * time.Second
 	}
 	if cfg.ClampChars <= 0 {
 		cfg.ClampChars = 30000
