@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 )
 
 // Compaction (DESIGN §5) keeps a conversation inside its model's window.
@@ -64,33 +63,11 @@ type compactPlan struct {
 // command). It takes the conversation's lease like Turn and returns ErrBusy
 // while another worker holds it.
 func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResult, error) {
-	st := a.deps.Store
-	conv, err := st.Conversation(ctx, conversationID)
+	conv, ctx, release, err := a.hold(ctx, conversationID)
 	if err != nil {
-		return CompactResult{}, fmt.Errorf("load conversation %s: %w", conversationID, err)
+		return CompactResult{}, err
 	}
-	if conv.AgentID != a.cfg.ID {
-		return CompactResult{}, fmt.Errorf("conversation %s belongs to agent %s, not %s", conversationID, conv.AgentID, a.cfg.ID)
-	}
-	ok, err := st.AcquireLease(ctx, conversationID, a.deps.Owner, a.cfg.LeaseTTL)
-	if err != nil {
-		return CompactResult{}, fmt.Errorf("take lease on %s: %w", conversationID, err)
-	}
-	if !ok {
-		return CompactResult{}, ErrBusy
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.renewLease(ctx, conversationID, cancel)
-	}()
-	defer func() {
-		cancel(nil)
-		wg.Wait()
-		_ = st.ReleaseLease(context.WithoutCancel(ctx), conversationID, a.deps.Owner)
-	}()
+	defer release()
 	t := &turn{
 		a:    a.forConversation(conv.ID),
 		conv: conv,
@@ -100,7 +77,7 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 	if err := t.ensurePrompt(ctx); err != nil {
 		return CompactResult{}, err
 	}
-	view, err := st.View(ctx, conv.ID)
+	view, err := a.deps.Store.View(ctx, conv.ID)
 	if err != nil {
 		return CompactResult{}, fmt.Errorf("load view of %s: %w", conv.ID, err)
 	}

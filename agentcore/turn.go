@@ -69,33 +69,11 @@ type TurnResult struct {
 // the turn with StopError and a message in the result.
 func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink Sink) (TurnResult, error) {
 	start := a.deps.Now()
-	st := a.deps.Store
-	conv, err := st.Conversation(ctx, conversationID)
+	conv, ctx, release, err := a.hold(ctx, conversationID)
 	if err != nil {
-		return TurnResult{}, fmt.Errorf("load conversation %s: %w", conversationID, err)
+		return TurnResult{}, err
 	}
-	if conv.AgentID != a.cfg.ID {
-		return TurnResult{}, fmt.Errorf("conversation %s belongs to agent %s, not %s", conversationID, conv.AgentID, a.cfg.ID)
-	}
-	ok, err := st.AcquireLease(ctx, conversationID, a.deps.Owner, a.cfg.LeaseTTL)
-	if err != nil {
-		return TurnResult{}, fmt.Errorf("take lease on %s: %w", conversationID, err)
-	}
-	if !ok {
-		return TurnResult{}, ErrBusy
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.renewLease(ctx, conversationID, cancel)
-	}()
-	defer func() {
-		cancel(nil)
-		wg.Wait()
-		_ = st.ReleaseLease(context.WithoutCancel(ctx), conversationID, a.deps.Owner)
-	}()
+	defer release()
 	if a.cfg.TurnTimeout > 0 {
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, a.cfg.TurnTimeout, errTurnTimeout)
@@ -118,6 +96,40 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 	res.Text = a.deps.Env.Redactor.Redact(res.Text)
 	res.Error = a.deps.Env.Redactor.Redact(res.Error)
 	return res, err
+}
+
+// hold loads a conversation of this agent and takes its lease (ErrBusy
+// when another worker holds it), renewing it until release is called. The
+// returned context ends when the lease is lost.
+func (a *Agent) hold(ctx context.Context, conversationID string) (Conversation, context.Context, func(), error) {
+	st := a.deps.Store
+	conv, err := st.Conversation(ctx, conversationID)
+	if err != nil {
+		return Conversation{}, ctx, nil, fmt.Errorf("load conversation %s: %w", conversationID, err)
+	}
+	if conv.AgentID != a.cfg.ID {
+		return Conversation{}, ctx, nil, fmt.Errorf("conversation %s belongs to agent %s, not %s", conversationID, conv.AgentID, a.cfg.ID)
+	}
+	ok, err := st.AcquireLease(ctx, conversationID, a.deps.Owner, a.cfg.LeaseTTL)
+	if err != nil {
+		return Conversation{}, ctx, nil, fmt.Errorf("take lease on %s: %w", conversationID, err)
+	}
+	if !ok {
+		return Conversation{}, ctx, nil, ErrBusy
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.renewLease(ctx, conversationID, cancel)
+	}()
+	release := func() {
+		cancel(nil)
+		wg.Wait()
+		_ = st.ReleaseLease(context.WithoutCancel(ctx), conversationID, a.deps.Owner)
+	}
+	return conv, ctx, release, nil
 }
 
 var (
