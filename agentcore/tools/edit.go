@@ -35,7 +35,9 @@ type editArgs struct {
 
 // Edit returns the Edit tool: exact text replacement in an existing file.
 func Edit() agentcore.Tool {
-	return newTool("Edit", editDescription, editSchema, pathResource, runEdit)
+	t := newTool("Edit", editDescription, editSchema, pathResource, runEdit)
+	t.diff = EditDiff
+	return diffTool{t}
 }
 
 // editPlan is an edit worked out but not yet written.

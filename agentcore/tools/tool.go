@@ -30,6 +30,7 @@ func Default() []agentcore.Tool {
 // tool is the one implementation of agentcore.Tool; each constructor fills
 // in its spec, resource and run functions.
 type tool struct {
+	diff     func(workspace string, args json.RawMessage) (string, error)
 	spec     agentcore.ToolSpec
 	resource func(args json.RawMessage, env *agentcore.ToolEnv) agentcore.Resource
 	run      func(ctx context.Context, args json.RawMessage, env *agentcore.ToolEnv) agentcore.Result
@@ -61,6 +62,19 @@ func newTool(name, description, schema string,
 
 // Spec returns the tool's name, description and JSON schema.
 func (t *tool) Spec() agentcore.ToolSpec { return t.spec }
+
+// diffTool is a tool that can show the change a call would make, for
+// approval messages (agentcore.DiffPreviewer).
+type diffTool struct{ *tool }
+
+// PreviewDiff implements agentcore.DiffPreviewer.
+func (t diffTool) PreviewDiff(args json.RawMessage, env *agentcore.ToolEnv) (string, error) {
+	ws := ""
+	if env != nil {
+		ws = env.Workspace
+	}
+	return t.diff(ws, args)
+}
 
 // Resource says what a call with these arguments touches.
 func (t *tool) Resource(args json.RawMessage, env *agentcore.ToolEnv) agentcore.Resource {

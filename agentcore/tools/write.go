@@ -31,7 +31,9 @@ type writeArgs struct {
 
 // Write returns the Write tool: create or replace a file atomically.
 func Write() agentcore.Tool {
-	return newTool("Write", writeDescription, writeSchema, pathResource, runWrite)
+	t := newTool("Write", writeDescription, writeSchema, pathResource, runWrite)
+	t.diff = WriteDiff
+	return diffTool{t}
 }
 
 // pathResource is the resource of Write and Edit: a write to the cleaned
