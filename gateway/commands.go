@@ -205,6 +205,12 @@ func (g *Gateway) status(ctx context.Context, channel string, loc channels.Locat
 	if g.opts.ModelProblem != "" {
 		fmt.Fprintf(&sb, "⚠ %s\n", g.opts.ModelProblem)
 	}
+	g.mu.Lock()
+	notice := g.modelNotice
+	g.mu.Unlock()
+	if notice != "" {
+		fmt.Fprintf(&sb, "⚠ %s\n", notice)
+	}
 	if err != nil || !ok {
 		sb.WriteString("No conversation here yet.")
 		return sb.String()

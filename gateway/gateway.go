@@ -90,9 +90,10 @@ type Gateway struct {
 	queueMod map[string]string  // location → queue mode set with /queue
 	slots    chan struct{}
 
-	kickOutbox chan struct{}
-	wg         sync.WaitGroup
-	ctx        context.Context // set by Run
+	kickOutbox  chan struct{}
+	modelNotice string // set by SetModelNotice, shown by /status
+	wg          sync.WaitGroup
+	ctx         context.Context // set by Run
 }
 
 // New returns a Gateway for the given adapters.
@@ -261,6 +262,14 @@ func (g *Gateway) recover(ctx context.Context) error {
 func (g *Gateway) adapterFor(loc channels.Location) (channels.Adapter, bool) {
 	a, ok := g.adapters[loc.Channel]
 	return a, ok
+}
+
+// SetModelNotice sets (or, with "", clears) a line /status shows about the
+// model endpoint, e.g. that it cannot be reached.
+func (g *Gateway) SetModelNotice(s string) {
+	g.mu.Lock()
+	g.modelNotice = s
+	g.mu.Unlock()
 }
 
 // Adapters returns the gateway's adapters by name.

@@ -162,6 +162,25 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- g.Run(ctx, grace) }()
+	probeDone := make(chan struct{})
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer func() { stopProbe(); <-probeDone }()
+	go func() {
+		defer close(probeDone)
+		if modelProblem != "" {
+			return
+		}
+		pc := cfg.Providers[cfg.Agents[agentNames(cfg)[0]].Provider]
+		watchModel(probeCtx, pc.BaseURL, pc.APIKey, 30*time.Second, func(advice string) {
+			if advice != "" {
+				a.log.Warn("model endpoint problem", "advice", advice)
+			}
+			g.SetModelNotice(advice)
+			if webAdapter != nil {
+				webAdapter.SetNotice(advice)
+			}
+		})
+	}()
 	close(ready)
 	fmt.Fprintf(s.err, "switchboard: serving on http://%s (agents: %d, channels: %d)\n", ln.Addr(), len(agents), len(adapters))
 	if webLink != "" {

@@ -177,3 +177,28 @@ func (w *webClient) ctx() context.Context {
 	w.t.Cleanup(cancel)
 	return ctx
 }
+
+// TestServeWithoutReachableModel: serve starts although the model endpoint
+// is down; /status and every reply say what to set.
+func TestServeWithoutReachableModel(t *testing.T) {
+	e := newEnv(t)
+	e.writeServeConfig("")
+	cfg, _ := os.ReadFile(filepath.Join(e.home, "switchboard.toml"))
+	cfg = []byte(strings.Replace(string(cfg), e.model.URL(), "http://127.0.0.1:1/v1", 1))
+	if err := os.WriteFile(filepath.Join(e.home, "switchboard.toml"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := e.startServe()
+	web := newWebClient(t, p.url())
+	chat := web.newChat()
+	w := web.watch(chat)
+	eventually(t, 30*time.Second, "the probe to report", func() bool {
+		return strings.Contains(p.stderr.String(), "Cannot reach the model")
+	})
+	web.say(chat, "m1", "/status")
+	w.waitFor(t, "Cannot reach the model at http://127.0.0.1:1/v1")
+	web.say(chat, "m2", "hello?")
+	if m := w.waitFor(t, "model call failed"); !strings.Contains(m.text(), "OPENAI_BASE_URL") {
+		t.Fatalf("the failed reply does not say what to set: %s", m.text())
+	}
+}
