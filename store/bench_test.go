@@ -3,9 +3,13 @@ package store
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/gateway"
 )
 
 // benchMessage is a realistic mid-sized user message with a reminder.
@@ -117,4 +121,92 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// gatewayTurn is the store traffic of one gateway turn with an instant
+// model and no tools: intake (binding lookup, enqueue with dedupe), the
+// worker (peek, lease, view, append input, run start/finish, append reply,
+// release), completion with the reply in the outbox, and its delivery.
+func gatewayTurn(b *testing.B, db *DB, conv string, i int) {
+	ctx := b.Context()
+	loc := "chat:bot:" + conv
+	if _, err := db.Binding(ctx, loc); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := db.Enqueue(ctx, gateway.Item{ConversationID: conv, AgentID: "main", Kind: gateway.ItemMessage, Location: loc,
+		Payload: []byte(`{"text":"hello"}`)}, fmt.Sprintf("chat:%s-%d", conv, i), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	it, err := db.Peek(ctx, conv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ok, err := db.AcquireLease(ctx, conv, "bench", time.Minute); err != nil || !ok {
+		b.Fatal(ok, err)
+	}
+	if _, err := db.Conversation(ctx, conv); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.View(ctx, conv); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Append(ctx, conv, benchMessage(i)); err != nil {
+		b.Fatal(err)
+	}
+	run := agentcore.Run{ID: fmt.Sprintf("run-%s-%d", conv, i), ConversationID: conv, Model: "m"}
+	if err := db.StartRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.View(ctx, conv); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.FinishRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	reply := agentcore.Message{Role: agentcore.RoleAssistant, Parts: []agentcore.Part{{Type: agentcore.PartText, Text: "done"}}}
+	if _, err := db.Append(ctx, conv, reply); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.ReleaseLease(ctx, conv, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	ids, err := db.CompleteWithOutbound(ctx, it.ID, gateway.Outbound{Kind: gateway.OutboundSend, Location: loc, Body: []byte(`{"md":"done"}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.OutboundItem(ctx, ids[0]); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.MarkSent(ctx, ids[0], "m1"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkGatewayTurn runs the store traffic of gateway turns from many
+// goroutines at once (each on its own conversation, as the gateway's
+// workers do); ns/op is per turn.
+func BenchmarkGatewayTurn(b *testing.B) {
+	db := openTemp(b, filepath.Join(b.TempDir(), "bench.db"))
+	const convs = 64
+	for c := range convs {
+		conv := fmt.Sprintf("conv-%d", c)
+		if err := db.CreateConversation(b.Context(), agentcore.Conversation{ID: conv, AgentID: "main"}); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Bind(b.Context(), gateway.Binding{Location: "chat:bot:" + conv, AgentID: "main", ConversationID: conv}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(convs / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		conv := fmt.Sprintf("conv-%d", next.Add(1)-1)
+		i := 0
+		for pb.Next() {
+			gatewayTurn(b, db, conv, i)
+			i++
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
 }

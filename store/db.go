@@ -42,7 +42,12 @@ type DB struct {
 	w    *sql.DB // one connection: the only writer of this handle
 	r    *sql.DB // query_only read pool
 
-	stmts stmts // prepared on w
+	stmts stmts // hot statements, prepared at Open
+
+	// writes feeds the writer loop (see write); closing stops it.
+	writes     chan *writeReq
+	closing    chan struct{}
+	writerDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -89,12 +94,13 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
 
-	db := &DB{path: abs, w: w, r: r}
+	db := &DB{path: abs, w: w, r: r, writes: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{})}
+	go db.writer()
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	if err := db.stmts.prepare(ctx, w); err != nil {
+	if err := db.stmts.prepare(ctx, w, r); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
@@ -124,21 +130,40 @@ func (db *DB) Path() string { return db.path }
 // Close closes both connection pools. It may be called more than once.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		close(db.closing)
+		<-db.writerDone
 		db.closeErr = errors.Join(db.stmts.close(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
 }
 
-// write runs fn in one IMMEDIATE transaction on the writer connection and
-// commits it. When the transaction fails quickly with SQLITE_BUSY or
+// maxBatch bounds how many write transactions share one commit.
+const maxBatch = 256
+
+// writeReq is one write transaction waiting for the writer.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// write runs fn in an IMMEDIATE transaction on the writer connection and
+// returns once it is committed (or failed). Concurrent calls are grouped:
+// the writer loop runs every fn that is waiting, each in its own
+// SAVEPOINT (a failing fn rolls back only its own changes and gets its own
+// error), and commits them together, so N concurrent writes cost one
+// commit instead of N. No call returns before the commit that holds its
+// changes: grouping changes the cost of durability, not what durable
+// means. When the transaction fails quickly with SQLITE_BUSY or
 // SQLITE_LOCKED (sqlite returns these without waiting in a few cases across
 // processes), the whole transaction is retried a few times with a growing
-// pause; fn must therefore have no effects outside the transaction.
+// pause; fn must therefore have no effects outside the transaction, and
+// may run more than once.
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	pause := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		err := db.writeOnce(ctx, fn)
+		err := db.submit(ctx, fn)
 		// A busy error that took the whole busy_timeout to arrive means
 		// another writer holds the file for long: report it rather than
 		// wait several times as long. Quick busy errors (WAL recovery,
@@ -158,8 +183,127 @@ func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+var errClosed = errors.New("store is closed")
+
+// submit hands fn to the writer loop and waits for its outcome. A call
+// whose ctx ends before its fn started returns ctx's error; once started,
+// it waits for the commit.
+func (db *DB) submit(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case db.writes <- r:
+	case <-db.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.done
+}
+
+// writer runs the write requests until Close: each round takes every
+// request that is waiting (up to maxBatch) and commits them together.
+func (db *DB) writer() {
+	defer close(db.writerDone)
+	batch := make([]*writeReq, 0, maxBatch)
+	for {
+		select {
+		case r := <-db.writes:
+			batch = append(batch[:0], r)
+		case <-db.closing:
+			return
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-db.writes:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		db.runBatch(batch)
+		clear(batch)
+	}
+}
+
+// runBatch commits batch in one transaction. A request whose fn failed
+// gets its error and leaves no changes; the others share the commit's
+// outcome. When a failure undid the whole transaction (sqlite rolls back
+// the transaction itself on some errors, e.g. an interrupted statement),
+// the requests that had succeeded in it run again in a new one.
+func (db *DB) runBatch(batch []*writeReq) {
+	for len(batch) > 0 {
+		batch = db.runOnce(batch)
+	}
+}
+
+// runOnce runs one transaction over batch and answers its requests; it
+// returns the requests that must run again.
+func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
+	if len(batch) == 1 {
+		r := batch[0]
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			return nil
+		}
+		r.done <- db.writeOnce(r.fn)
+		return nil
+	}
+	tx, err := db.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, r := range batch {
+			r.done <- fmt.Errorf("begin: %w", err)
+		}
+		return nil
+	}
+	ok := make([]*writeReq, 0, len(batch))
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+			// The transaction is gone: run this and the rest again.
+			_ = tx.Rollback()
+			return append(ok, batch[i:]...)
+		}
+		fnErr := r.fn(tx)
+		if fnErr == nil {
+			if _, err := tx.Exec(`RELEASE w`); err != nil {
+				_ = tx.Rollback()
+				return append(ok, batch[i:]...)
+			}
+			ok = append(ok, r)
+			continue
+		}
+		_, rbErr := tx.Exec(`ROLLBACK TO w`)
+		if rbErr == nil {
+			_, rbErr = tx.Exec(`RELEASE w`)
+		}
+		if rbErr != nil {
+			// fn's failure took the transaction with it: fn has its
+			// answer, the earlier requests run again.
+			_ = tx.Rollback()
+			r.done <- fnErr
+			return append(ok, batch[i+1:]...)
+		}
+		r.done <- fnErr
+	}
+	err = tx.Commit()
+	if err != nil {
+		err = fmt.Errorf("commit: %w", err)
+	}
+	for _, r := range ok {
+		r.done <- err
+	}
+	return nil
+}
+
+func (db *DB) writeOnce(fn func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -28,17 +28,11 @@ func checkOutbound(items []gateway.Outbound) error {
 
 // insertOutbound stores items as unsent with zero attempts; NextAt and
 // Created default to t.
-func insertOutbound(ctx context.Context, tx *sql.Tx, items []gateway.Outbound, t time.Time) ([]int64, error) {
+func (db *DB) insertOutbound(ctx context.Context, tx *sql.Tx, items []gateway.Outbound, t time.Time) ([]int64, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO outbox
-		(kind, location, message_id, edit_of, body, next_at, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
-	if err != nil {
-		return nil, fmt.Errorf("insert outbound: %w", err)
-	}
-	defer st.Close()
+	st := tx.StmtContext(ctx, db.stmts.insertOutbound)
 	ids := make([]int64, len(items))
 	for i, o := range items {
 		next, created := o.NextAt, o.Created
@@ -74,7 +68,7 @@ func (db *DB) EnqueueOutbound(ctx context.Context, items ...gateway.Outbound) ([
 	var ids []int64
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		ids, err = insertOutbound(ctx, tx, items, now())
+		ids, err = db.insertOutbound(ctx, tx, items, now())
 		return err
 	})
 	if err != nil {
@@ -84,6 +78,19 @@ func (db *DB) EnqueueOutbound(ctx context.Context, items ...gateway.Outbound) ([
 }
 
 const outboundColumns = `id, kind, location, message_id, edit_of, body, attempts, next_at, created, sent, last_err`
+
+// The outbox's hot statements (prepared at Open, see stmts).
+const (
+	qInsertOutbound = `INSERT INTO outbox
+		(kind, location, message_id, edit_of, body, next_at, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qDueOutbound = `SELECT ` + outboundColumns + ` FROM outbox
+		WHERE sent = 0 AND next_at <= ? ORDER BY id LIMIT ?`
+	qMarkSent = `UPDATE outbox SET sent = 1,
+		message_id = CASE WHEN ?1 = '' THEN message_id ELSE ?1 END WHERE id = ?2`
+	qRetryOutbound = `UPDATE outbox SET attempts = attempts + 1,
+		next_at = ?, last_err = ?, sent = CASE WHEN ? THEN 1 ELSE sent END WHERE id = ?`
+)
 
 func scanOutbound(s scanner) (gateway.Outbound, error) {
 	var o gateway.Outbound
@@ -101,8 +108,7 @@ func scanOutbound(s scanner) (gateway.Outbound, error) {
 // DueOutbound returns unsent items whose NextAt is at or before now, in id
 // order; limit <= 0 means all.
 func (db *DB) DueOutbound(ctx context.Context, t time.Time, limit int) ([]gateway.Outbound, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+outboundColumns+` FROM outbox
-		WHERE sent = 0 AND next_at <= ? ORDER BY id LIMIT ?`, nanos(t), limitArg(limit))
+	rows, err := db.stmts.dueOutbound.QueryContext(ctx, nanos(t), limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("due outbound items: %w", err)
 	}
@@ -123,8 +129,7 @@ func (db *DB) DueOutbound(ctx context.Context, t time.Time, limit int) ([]gatewa
 
 // OutboundItem returns one item, or an error wrapping gateway.ErrNotFound.
 func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, error) {
-	o, err := scanOutbound(db.r.QueryRowContext(ctx,
-		`SELECT `+outboundColumns+` FROM outbox WHERE id = ?`, id))
+	o, err := scanOutbound(db.stmts.outboundItem.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gateway.Outbound{}, fmt.Errorf("outbound item %d: %w", id, gateway.ErrNotFound)
 	}
@@ -138,8 +143,7 @@ func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, err
 // MessageID; an empty one keeps the stored MessageID (an edit's target).
 func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent = 1,
-			message_id = CASE WHEN ?1 = '' THEN message_id ELSE ?1 END WHERE id = ?2`, messageID, id)
+		res, err := tx.StmtContext(ctx, db.stmts.markSent).ExecContext(ctx, messageID, id)
 		if err != nil {
 			return err
 		}
@@ -156,8 +160,7 @@ func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 // (LastErr kept), so it is never due again.
 func (db *DB) Retry(ctx context.Context, id int64, next time.Time, lastErr string, permanent bool) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1,
-			next_at = ?, last_err = ?, sent = CASE WHEN ? THEN 1 ELSE sent END WHERE id = ?`,
+		res, err := tx.StmtContext(ctx, db.stmts.retryOutbound).ExecContext(ctx,
 			nanos(next), lastErr, permanent, id)
 		if err != nil {
 			return err

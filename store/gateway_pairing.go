@@ -110,9 +110,7 @@ func (db *DB) ApprovePairing(ctx context.Context, code string, t time.Time) (gat
 // Paired reports whether channel:userID has been paired.
 func (db *DB) Paired(ctx context.Context, channel, userID string) (bool, error) {
 	var n int
-	if err := db.r.QueryRowContext(ctx,
-		`SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`,
-		channel, userID).Scan(&n); err != nil {
+	if err := db.stmts.paired.QueryRowContext(ctx, channel, userID).Scan(&n); err != nil {
 		return false, fmt.Errorf("paired %s:%s: %w", channel, userID, err)
 	}
 	return n > 0, nil

@@ -21,9 +21,7 @@ var _ gateway.Store = (*DB)(nil)
 func (db *DB) Binding(ctx context.Context, location string) (gateway.Binding, error) {
 	var b gateway.Binding
 	var created int64
-	err := db.r.QueryRowContext(ctx,
-		`SELECT location, agent_id, conversation_id, created FROM bindings WHERE location = ?`,
-		location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
+	err := db.stmts.binding.QueryRowContext(ctx, location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gateway.Binding{}, fmt.Errorf("binding of %s: %w", location, gateway.ErrNotFound)
 	}
@@ -44,10 +42,7 @@ func (db *DB) Bind(ctx context.Context, b gateway.Binding) error {
 		b.Created = now()
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO bindings (location, agent_id, conversation_id, created)
-			VALUES (?, ?, ?, ?)
-			ON CONFLICT (location) DO UPDATE SET agent_id = excluded.agent_id,
-				conversation_id = excluded.conversation_id, created = excluded.created`,
+		_, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created))
 		return err
 	})
@@ -83,6 +78,25 @@ func (db *DB) BindingsOf(ctx context.Context, conversationID string) ([]gateway.
 	return bs, nil
 }
 
+// The gateway's hot statements (prepared at Open, see stmts).
+const (
+	qBinding = `SELECT location, agent_id, conversation_id, created FROM bindings WHERE location = ?`
+	qBind    = `INSERT INTO bindings (location, agent_id, conversation_id, created)
+		VALUES (?, ?, ?, ?)
+		ON CONFLICT (location) DO UPDATE SET agent_id = excluded.agent_id,
+			conversation_id = excluded.conversation_id, created = excluded.created`
+	qPurgeDedupe = `DELETE FROM dedupe WHERE expires <= ?`
+	qClaimDedupe = `INSERT INTO dedupe (key, expires) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`
+	qInsertItem  = `INSERT INTO queue
+		(conversation_id, agent_id, kind, location, payload, created)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`
+	qPeekItem = `UPDATE queue SET attempts = attempts + 1
+		WHERE id = (SELECT id FROM queue WHERE conversation_id = ? AND state = 'queued'
+		            ORDER BY id LIMIT 1)
+		RETURNING ` + itemColumns
+	qCompleteItem = `UPDATE queue SET state = 'done', finished = ? WHERE id = ? AND state = 'queued'`
+)
+
 // Enqueue stores an item unless dedupeKey (when not empty) was seen within
 // its TTL; see gateway.Queue. The dedupe row and the item are written in one
 // transaction, which also purges expired dedupe rows. A dedupeKey needs a
@@ -100,13 +114,13 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		t := now()
 		if dedupeKey != "" {
-			fresh, err := claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
+			fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
 			if err != nil || !fresh {
 				return err
 			}
 		}
 		var err error
-		id, err = insertItem(ctx, tx, it, t)
+		id, err = db.insertItem(ctx, tx, it, t)
 		enqueued = err == nil
 		return err
 	})
@@ -118,15 +132,13 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 
 // claimDedupe purges expired dedupe rows and records key until t+ttl. It
 // reports false when key is still remembered (a live row exists).
-func claimDedupe(ctx context.Context, tx *sql.Tx, key string, t time.Time, ttl time.Duration) (bool, error) {
+func (db *DB) claimDedupe(ctx context.Context, tx *sql.Tx, key string, t time.Time, ttl time.Duration) (bool, error) {
 	// The purge is an index range scan on expires: amortized, each row is
 	// deleted once, and a live row for key is never touched.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM dedupe WHERE expires <= ?`, nanos(t)); err != nil {
+	if _, err := tx.StmtContext(ctx, db.stmts.purgeDedupe).ExecContext(ctx, nanos(t)); err != nil {
 		return false, fmt.Errorf("purge dedupe keys: %w", err)
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO dedupe (key, expires) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
-		key, nanos(t.Add(ttl)))
+	res, err := tx.StmtContext(ctx, db.stmts.claimDedupe).ExecContext(ctx, key, nanos(t.Add(ttl)))
 	if err != nil {
 		return false, fmt.Errorf("record dedupe key %q: %w", key, err)
 	}
@@ -137,7 +149,7 @@ func claimDedupe(ctx context.Context, tx *sql.Tx, key string, t time.Time, ttl t
 	return n == 1, nil
 }
 
-func insertItem(ctx context.Context, tx *sql.Tx, it gateway.Item, t time.Time) (int64, error) {
+func (db *DB) insertItem(ctx context.Context, tx *sql.Tx, it gateway.Item, t time.Time) (int64, error) {
 	created := it.Created
 	if created.IsZero() {
 		created = t
@@ -147,9 +159,7 @@ func insertItem(ctx context.Context, tx *sql.Tx, it gateway.Item, t time.Time) (
 		payload = []byte{} // nil binds as NULL
 	}
 	var id int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO queue
-		(conversation_id, agent_id, kind, location, payload, created)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+	err := tx.StmtContext(ctx, db.stmts.insertItem).QueryRowContext(ctx,
 		it.ConversationID, it.AgentID, string(it.Kind), it.Location, payload, nanos(created)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert item: %w", err)
@@ -178,10 +188,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string) (gateway.Item, er
 	var it gateway.Item
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		it, err = scanItem(tx.QueryRowContext(ctx, `UPDATE queue SET attempts = attempts + 1
-			WHERE id = (SELECT id FROM queue WHERE conversation_id = ? AND state = 'queued'
-			            ORDER BY id LIMIT 1)
-			RETURNING `+itemColumns, conversationID))
+		it, err = scanItem(tx.StmtContext(ctx, db.stmts.peekItem).QueryRowContext(ctx, conversationID))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -198,7 +205,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string) (gateway.Item, er
 // item twice means two workers ran it.
 func (db *DB) Complete(ctx context.Context, id int64) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return completeItem(ctx, tx, id, now())
+		return db.completeItem(ctx, tx, id, now())
 	})
 	if err != nil {
 		return fmt.Errorf("complete queue item %d: %w", id, err)
@@ -206,9 +213,8 @@ func (db *DB) Complete(ctx context.Context, id int64) error {
 	return nil
 }
 
-func completeItem(ctx context.Context, tx *sql.Tx, id int64, t time.Time) error {
-	res, err := tx.ExecContext(ctx,
-		`UPDATE queue SET state = 'done', finished = ? WHERE id = ? AND state = 'queued'`, nanos(t), id)
+func (db *DB) completeItem(ctx context.Context, tx *sql.Tx, id int64, t time.Time) error {
+	res, err := tx.StmtContext(ctx, db.stmts.completeItem).ExecContext(ctx, nanos(t), id)
 	if err != nil {
 		return err
 	}
@@ -234,11 +240,11 @@ func (db *DB) CompleteWithOutbound(ctx context.Context, itemID int64, items ...g
 	var ids []int64
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		t := now()
-		if err := completeItem(ctx, tx, itemID, t); err != nil {
+		if err := db.completeItem(ctx, tx, itemID, t); err != nil {
 			return err
 		}
 		var err error
-		ids, err = insertOutbound(ctx, tx, items, t)
+		ids, err = db.insertOutbound(ctx, tx, items, t)
 		return err
 	})
 	if err != nil {

@@ -7,6 +7,17 @@ import (
 	"time"
 )
 
+// The leases' statements (prepared at Open, see stmts).
+const (
+	qAcquireLease = `INSERT INTO leases (conversation_id, owner, expires)
+		VALUES (?, ?, ?)
+		ON CONFLICT (conversation_id) DO UPDATE
+		SET owner = excluded.owner, expires = excluded.expires
+		WHERE leases.owner = excluded.owner OR leases.expires <= ?`
+	qRenewLease   = `UPDATE leases SET expires = ? WHERE conversation_id = ? AND owner = ?`
+	qReleaseLease = `DELETE FROM leases WHERE conversation_id = ? AND owner = ?`
+)
+
 // Lease expiry is judged by the clock of the process that asks; the
 // processes sharing a data directory share a machine and so a clock.
 
@@ -21,11 +32,7 @@ func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, tt
 	var ok bool
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		t := now()
-		res, err := tx.ExecContext(ctx, `INSERT INTO leases (conversation_id, owner, expires)
-			VALUES (?, ?, ?)
-			ON CONFLICT (conversation_id) DO UPDATE
-			SET owner = excluded.owner, expires = excluded.expires
-			WHERE leases.owner = excluded.owner OR leases.expires <= ?`,
+		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
 			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
 		if err != nil {
 			return err
@@ -46,8 +53,7 @@ func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, tt
 func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl time.Duration) (bool, error) {
 	var ok bool
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE leases SET expires = ? WHERE conversation_id = ? AND owner = ?`,
+		res, err := tx.StmtContext(ctx, db.stmts.renewLease).ExecContext(ctx,
 			nanos(now().Add(ttl)), conversationID, owner)
 		if err != nil {
 			return err
@@ -66,8 +72,7 @@ func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl 
 // hold is a no-op.
 func (db *DB) ReleaseLease(ctx context.Context, conversationID, owner string) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx,
-			`DELETE FROM leases WHERE conversation_id = ? AND owner = ?`, conversationID, owner)
+		_, err := tx.StmtContext(ctx, db.stmts.releaseLease).ExecContext(ctx, conversationID, owner)
 		return err
 	})
 	if err != nil {

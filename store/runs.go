@@ -9,6 +9,24 @@ import (
 	"github.com/switchboard-gw/switchboard/agentcore"
 )
 
+// The runs' hot statements (prepared at Open, see stmts).
+const (
+	qStartRun = `INSERT INTO runs
+		(id, conversation_id, turn_id, step, model, stop_reason, input_tokens, output_tokens,
+		 cached_tokens, usage_reported, error, started, finished)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qFinishRun = `UPDATE runs SET
+		model = CASE WHEN ? = '' THEN model ELSE ? END,
+		stop_reason = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?,
+		usage_reported = ?, error = ?, finished = ?
+		WHERE id = ?`
+	qListRuns = `SELECT id, conversation_id, turn_id, step, model, stop_reason,
+			input_tokens, output_tokens, cached_tokens, usage_reported, error, started, finished
+		FROM runs WHERE conversation_id = ? ORDER BY started, rowid`
+	qMarkToolStarted = `INSERT INTO tool_started (conversation_id, tool_call_id, started)
+		VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+)
+
 // StartRun records the start of a step (one model call). r.ID and
 // r.ConversationID are required; Started defaults to now.
 func (db *DB) StartRun(ctx context.Context, r agentcore.Run) error {
@@ -19,10 +37,7 @@ func (db *DB) StartRun(ctx context.Context, r agentcore.Run) error {
 		r.Started = now()
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs
-			(id, conversation_id, turn_id, step, model, stop_reason, input_tokens, output_tokens,
-			 cached_tokens, usage_reported, error, started, finished)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.StmtContext(ctx, db.stmts.startRun).ExecContext(ctx,
 			r.ID, r.ConversationID, r.TurnID, r.Step, r.Model, string(r.StopReason),
 			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
 			r.Error, nanos(r.Started), nanos(r.Finished))
@@ -45,11 +60,7 @@ func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
 		r.Finished = now()
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET
-			model = CASE WHEN ? = '' THEN model ELSE ? END,
-			stop_reason = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?,
-			usage_reported = ?, error = ?, finished = ?
-			WHERE id = ?`,
+		res, err := tx.StmtContext(ctx, db.stmts.finishRun).ExecContext(ctx,
 			r.Model, r.Model, string(r.StopReason),
 			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
 			r.Error, nanos(r.Finished), r.ID)
@@ -66,9 +77,7 @@ func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
 
 // ListRuns returns the conversation's runs in the order they started.
 func (db *DB) ListRuns(ctx context.Context, conversationID string) ([]agentcore.Run, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, conversation_id, turn_id, step, model, stop_reason,
-			input_tokens, output_tokens, cached_tokens, usage_reported, error, started, finished
-		FROM runs WHERE conversation_id = ? ORDER BY started, rowid`, conversationID)
+	rows, err := db.stmts.listRuns.QueryContext(ctx, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
 	}
@@ -97,8 +106,7 @@ func (db *DB) ListRuns(ctx context.Context, conversationID string) ([]agentcore.
 // same call again is a no-op.
 func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID string) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tool_started (conversation_id, tool_call_id, started)
-			VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, conversationID, toolCallID, nanos(now()))
+		_, err := tx.StmtContext(ctx, db.stmts.markTool).ExecContext(ctx, conversationID, toolCallID, nanos(now()))
 		if isForeignKey(err) {
 			return fmt.Errorf("conversation %s: %w", conversationID, ErrNotFound)
 		}
@@ -113,8 +121,7 @@ func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID st
 // StartedToolCalls returns the ids of the conversation's tool calls that
 // began executing, as a non-nil set; an unknown conversation has none.
 func (db *DB) StartedToolCalls(ctx context.Context, conversationID string) (map[string]bool, error) {
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT tool_call_id FROM tool_started WHERE conversation_id = ?`, conversationID)
+	rows, err := db.stmts.startedToolCalls.QueryContext(ctx, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
 	}

@@ -7,49 +7,105 @@ import (
 	"fmt"
 )
 
-// stmts are the writer's hot statements, prepared once on its single
+// stmts are the hot statements, prepared once at Open so that no call
+// parses SQL again. The writer's statements are prepared on its single
 // connection; transactions use them through Tx.StmtContext, which reuses
-// the prepared statement instead of parsing the SQL again.
+// the prepared statement. The read statements are prepared on the read
+// pool (database/sql prepares them on each pool connection once, as the
+// connection first runs them).
 type stmts struct {
+	// writer: transcript
 	appendHead        *sql.Stmt
 	insertMessage     *sql.Stmt
 	indexMessage      *sql.Stmt
 	appendView        *sql.Stmt
 	touchConversation *sql.Stmt
+	// writer: gateway queue and outbox
+	purgeDedupe    *sql.Stmt
+	claimDedupe    *sql.Stmt
+	insertItem     *sql.Stmt
+	peekItem       *sql.Stmt
+	completeItem   *sql.Stmt
+	bind           *sql.Stmt
+	insertOutbound *sql.Stmt
+	markSent       *sql.Stmt
+	retryOutbound  *sql.Stmt
+	// writer: leases and runs
+	acquireLease *sql.Stmt
+	renewLease   *sql.Stmt
+	releaseLease *sql.Stmt
+	startRun     *sql.Stmt
+	finishRun    *sql.Stmt
+	markTool     *sql.Stmt
+
+	// read pool
+	binding          *sql.Stmt
+	conversation     *sql.Stmt
+	view             *sql.Stmt
+	messagesAfter    *sql.Stmt
+	convExists       *sql.Stmt
+	listRuns         *sql.Stmt
+	startedToolCalls *sql.Stmt
+	dueOutbound      *sql.Stmt
+	outboundItem     *sql.Stmt
+	paired           *sql.Stmt
+
+	all []*sql.Stmt
 }
 
-func (s *stmts) prepare(ctx context.Context, w *sql.DB) error {
+func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 	for _, p := range []struct {
+		db    *sql.DB
 		dst   **sql.Stmt
 		query string
 	}{
-		{&s.appendHead, `SELECT
-			COALESCE((SELECT MAX(seq) FROM messages WHERE conversation_id = c.id), 0),
-			COALESCE((SELECT MAX(position) FROM view WHERE conversation_id = c.id), -1)
-			FROM conversations c WHERE c.id = ?`},
-		{&s.insertMessage, `INSERT INTO messages
-			(id, conversation_id, seq, role, parts, tool_calls, reasoning,
-			 tool_call_id, tool_name, is_error, run_id, created)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&s.indexMessage, `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
-		{&s.appendView, `INSERT INTO view (conversation_id, position, message_id) VALUES (?, ?, ?)`},
-		{&s.touchConversation, `UPDATE conversations SET updated = MAX(updated, ?) WHERE id = ?`},
+		{w, &s.appendHead, qAppendHead},
+		{w, &s.insertMessage, qInsertMessage},
+		{w, &s.indexMessage, `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
+		{w, &s.appendView, `INSERT INTO view (conversation_id, position, message_id) VALUES (?, ?, ?)`},
+		{w, &s.touchConversation, `UPDATE conversations SET updated = MAX(updated, ?) WHERE id = ?`},
+		{w, &s.purgeDedupe, qPurgeDedupe},
+		{w, &s.claimDedupe, qClaimDedupe},
+		{w, &s.insertItem, qInsertItem},
+		{w, &s.peekItem, qPeekItem},
+		{w, &s.completeItem, qCompleteItem},
+		{w, &s.bind, qBind},
+		{w, &s.insertOutbound, qInsertOutbound},
+		{w, &s.markSent, qMarkSent},
+		{w, &s.retryOutbound, qRetryOutbound},
+		{w, &s.acquireLease, qAcquireLease},
+		{w, &s.renewLease, qRenewLease},
+		{w, &s.releaseLease, qReleaseLease},
+		{w, &s.startRun, qStartRun},
+		{w, &s.finishRun, qFinishRun},
+		{w, &s.markTool, qMarkToolStarted},
+
+		{r, &s.binding, qBinding},
+		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations WHERE id = ?`},
+		{r, &s.view, qView},
+		{r, &s.messagesAfter, qMessagesAfter},
+		{r, &s.convExists, `SELECT 1 FROM conversations WHERE id = ?`},
+		{r, &s.listRuns, qListRuns},
+		{r, &s.startedToolCalls, `SELECT tool_call_id FROM tool_started WHERE conversation_id = ?`},
+		{r, &s.dueOutbound, qDueOutbound},
+		{r, &s.outboundItem, `SELECT ` + outboundColumns + ` FROM outbox WHERE id = ?`},
+		{r, &s.paired, `SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`},
 	} {
-		st, err := w.PrepareContext(ctx, p.query)
+		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", p.query, err)
 		}
 		*p.dst = st
+		s.all = append(s.all, st)
 	}
 	return nil
 }
 
 func (s *stmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.appendHead, s.insertMessage, s.indexMessage, s.appendView, s.touchConversation} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
+	for _, st := range s.all {
+		errs = append(errs, st.Close())
 	}
+	s.all = nil
 	return errors.Join(errs...)
 }

@@ -83,8 +83,7 @@ func scanConversation(s scanner) (agentcore.Conversation, error) {
 
 // Conversation returns the conversation with the given id, or ErrNotFound.
 func (db *DB) Conversation(ctx context.Context, id string) (agentcore.Conversation, error) {
-	c, err := scanConversation(db.r.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
+	c, err := scanConversation(db.stmts.conversation.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentcore.Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 	}
@@ -277,6 +276,22 @@ func marshalList[T any](v []T) (string, error) {
 const messageColumns = `m.id, m.conversation_id, m.seq, m.role, m.parts, m.tool_calls, m.reasoning,
 	m.tool_call_id, m.tool_name, m.is_error, m.run_id, m.created`
 
+// The transcript's hot statements (prepared at Open, see stmts).
+const (
+	qAppendHead = `SELECT
+		COALESCE((SELECT MAX(seq) FROM messages WHERE conversation_id = c.id), 0),
+		COALESCE((SELECT MAX(position) FROM view WHERE conversation_id = c.id), -1)
+		FROM conversations c WHERE c.id = ?`
+	qInsertMessage = `INSERT INTO messages
+		(id, conversation_id, seq, role, parts, tool_calls, reasoning,
+		 tool_call_id, tool_name, is_error, run_id, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qView = `SELECT ` + messageColumns + ` FROM view v JOIN messages m ON m.id = v.message_id
+		WHERE v.conversation_id = ? ORDER BY v.position`
+	qMessagesAfter = `SELECT ` + messageColumns + ` FROM messages m
+		WHERE m.conversation_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
+)
+
 func scanMessage(s scanner) (agentcore.Message, error) {
 	var m agentcore.Message
 	var role, parts, calls string
@@ -303,8 +318,8 @@ func scanMessage(s scanner) (agentcore.Message, error) {
 // queryMessages runs a query selecting messageColumns. When it yields no
 // rows it checks that the conversation exists, so that an unknown
 // conversation is ErrNotFound rather than an empty transcript.
-func (db *DB) queryMessages(ctx context.Context, conversationID, query string, args ...any) ([]agentcore.Message, error) {
-	rows, err := db.r.QueryContext(ctx, query, args...)
+func (db *DB) queryMessages(ctx context.Context, conversationID string, st *sql.Stmt, args ...any) ([]agentcore.Message, error) {
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +345,7 @@ func (db *DB) queryMessages(ctx context.Context, conversationID, query string, a
 
 func (db *DB) conversationExists(ctx context.Context, id string) error {
 	var one int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, id).Scan(&one)
+	err := db.stmts.convExists.QueryRowContext(ctx, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -339,9 +354,7 @@ func (db *DB) conversationExists(ctx context.Context, id string) error {
 
 // View returns the in-context messages in view order.
 func (db *DB) View(ctx context.Context, conversationID string) ([]agentcore.Message, error) {
-	ms, err := db.queryMessages(ctx, conversationID,
-		`SELECT `+messageColumns+` FROM view v JOIN messages m ON m.id = v.message_id
-		 WHERE v.conversation_id = ? ORDER BY v.position`, conversationID)
+	ms, err := db.queryMessages(ctx, conversationID, db.stmts.view, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("view of conversation %s: %w", conversationID, err)
 	}
@@ -409,9 +422,7 @@ func (db *DB) ReplaceView(ctx context.Context, conversationID string, ids []stri
 // Messages pages through the whole transcript by Seq: messages with
 // Seq > afterSeq, at most limit of them (limit <= 0: all).
 func (db *DB) Messages(ctx context.Context, conversationID string, afterSeq int64, limit int) ([]agentcore.Message, error) {
-	ms, err := db.queryMessages(ctx, conversationID,
-		`SELECT `+messageColumns+` FROM messages m
-		 WHERE m.conversation_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`,
+	ms, err := db.queryMessages(ctx, conversationID, db.stmts.messagesAfter,
 		conversationID, afterSeq, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("messages of conversation %s: %w", conversationID, err)
