@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
+	"github.com/switchboard-gw/switchboard/store"
 )
 
 const tgToken = "4242:e2e-telegram-secret-token"
@@ -34,13 +36,35 @@ edit_interval = "50ms"
 
 func waitTG(t *testing.T, tg *telegramtest.Server, what string, pred func(telegramtest.Call) bool) telegramtest.Call {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, err := tg.WaitCall(ctx, pred)
 	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
+		var b strings.Builder
+		for _, c := range tg.Calls() {
+			if c.Method != "getUpdates" {
+				fmt.Fprintf(&b, "\n  %s %d chat=%s msg=%s text=%.80q", c.Method, c.Status, c.Params["chat_id"], c.Params["message_id"], c.Params["text"])
+			}
+		}
+		t.Fatalf("waiting for %s: %v\nBot API calls:%s", what, err, b.String())
 	}
 	return c
+}
+
+// waitOutboxIdle waits until serve has recorded every queued outbound
+// message as sent, so a SIGKILL lands between deliveries, not inside one
+// (the at-least-once window DESIGN §2 describes).
+func waitOutboxIdle(t *testing.T, e *env) {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(e.home, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	eventually(t, 60*time.Second, "the outbox to drain", func() bool {
+		due, err := db.DueOutbound(context.Background(), time.Now().Add(24*time.Hour), 1)
+		return err == nil && len(due) == 0
+	})
 }
 
 func textContains(method, s string) func(telegramtest.Call) bool {
@@ -146,6 +170,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 	}
 
 	// SIGKILL and restart between the keyboard and the press.
+	waitOutboxIdle(t, e)
 	p.kill()
 	e.model.Push(fakemodel.Step{Text: "The file is there now."})
 	e.startServe()
