@@ -42,7 +42,7 @@ func (c *clock) Advance(d time.Duration) {
 // harness is a gateway with a fake chat adapter ("chat"), a second fake
 // ("phone") for approval routes, a real store and the scripted model.
 type harness struct {
-	t         *testing.T
+	t         testing.TB
 	db        *store.DB
 	model     *fakemodel.Server
 	chat      *channelstest.Adapter
@@ -64,13 +64,13 @@ type harnessOpts struct {
 	noEdit       bool
 }
 
-func newHarness(t *testing.T, o harnessOpts, steps ...fakemodel.Step) *harness {
+func newHarness(t testing.TB, o harnessOpts, steps ...fakemodel.Step) *harness {
 	t.Helper()
 	return newHarnessWith(t, o, nil, steps...)
 }
 
 // newHarnessWith replaces the "chat" fake with chat when it is not nil.
-func newHarnessWith(t *testing.T, o harnessOpts, chat channels.Adapter, steps ...fakemodel.Step) *harness {
+func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ...fakemodel.Step) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(context.Background(), filepath.Join(dir, "sb.db"))
