@@ -171,7 +171,7 @@ func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Resu
 		ToolCallID:     c.ID,
 		ToolName:       c.Name,
 		Arguments:      c.Arguments,
-		Summary:        summarizeCall(c.Name, args),
+		Summary:        t.a.deps.Env.Redactor.Redact(summarizeCall(c.Name, args)),
 		Reason:         dec.Reason,
 		Rule:           dec.Suggest,
 		Workdir:        t.a.deps.Env.Workspace,
@@ -184,7 +184,7 @@ func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Resu
 	if d, ok := t.a.deps.Tools.Get(c.Name); ok {
 		if dp, ok := d.(DiffPreviewer); ok {
 			if diff, err := dp.PreviewDiff(args, &t.a.deps.Env); err == nil {
-				ap.Diff = clip(diff, 4000)
+				ap.Diff = clip(t.a.deps.Env.Redactor.Redact(diff), 4000)
 			}
 		}
 	}
