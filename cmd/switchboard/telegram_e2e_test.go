@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,4 +237,53 @@ func countCalls(tg *telegramtest.Server, method string, status int) int {
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestTelegramWebhookMode: serve registers the webhook with its secret and
+// answers POST /telegram/webhook only with the right secret header.
+func TestTelegramWebhookMode(t *testing.T) {
+	e := newEnv(t, fakemodel.Step{Text: "Webhook answer."})
+	tg := telegramtest.New(t, tgToken)
+	e.extra = append(e.extra, "TELEGRAM_BOT_TOKEN="+tgToken)
+	e.writeServeConfig(`enabled = false
+
+[channels.telegram]
+token = "${TELEGRAM_BOT_TOKEN}"
+api_url = "` + tg.URL() + `"
+mode = "webhook"
+webhook_url = "https://bot.example.com/telegram/webhook"
+webhook_secret = "hook-secret-123"
+allow_users = ["100"]
+`)
+	p := e.startServe()
+	eventually(t, 30*time.Second, "setWebhook", func() bool {
+		url, secret := tg.Webhook()
+		return url == "https://bot.example.com/telegram/webhook" && secret == "hook-secret-123"
+	})
+	update := `{"update_id": 7001, "message": {"message_id": 5, "date": 1, "chat": {"id": 100, "type": "private"}, "from": {"id": 100, "is_bot": false, "first_name": "Ada"}, "text": "hello over the webhook"}}`
+	post := func(secret string) int {
+		req, _ := http.NewRequest("POST", p.url()+"/telegram/webhook", strings.NewReader(update))
+		req.Header.Set("Content-Type", "application/json")
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, bad := range []string{"", "wrong-secret"} {
+		if code := post(bad); code != http.StatusUnauthorized {
+			t.Fatalf("secret %q: status %d, want 401", bad, code)
+		}
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Fatalf("a refused webhook call reached the model (%d requests)", n)
+	}
+	if code := post("hook-secret-123"); code != http.StatusOK {
+		t.Fatalf("right secret: status %d, want 200", code)
+	}
+	waitTG(t, tg, "the webhook answer", textContains("", "Webhook answer."))
 }
