@@ -329,9 +329,9 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		Model:          t.a.cfg.Model,
 		Started:        t.a.deps.Now().UTC(),
 	}
-	if err := st.StartRun(ctx, run); err != nil {
-		return Message{}, Response{}, nil, fmt.Errorf("record run: %w", err)
-	}
+	// The run row is written once, when the step has ended (one store
+	// write per step instead of two); a step cut short by a crash leaves
+	// nothing else behind either.
 	msgID := newID()
 	req := Request{
 		Model:           t.a.cfg.Model,
@@ -356,7 +356,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		// The estimate was wrong: compact as if the request had filled the
 		// window, then retry the step once.
 		run.StopReason, run.Error = StopError, UserMessage(err)
-		if ferr := st.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+		if ferr := st.StartRun(context.WithoutCancel(ctx), run); ferr != nil {
 			return Message{}, resp, nil, fmt.Errorf("record run: %w", ferr)
 		}
 		t.overflowRetry = true
@@ -372,7 +372,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 			res = t.cancelled(ctx)
 		}
 		run.StopReason, run.Error = res.StopReason, res.Error
-		if ferr := st.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+		if ferr := st.StartRun(context.WithoutCancel(ctx), run); ferr != nil {
 			return Message{}, resp, nil, fmt.Errorf("record run: %w", ferr)
 		}
 		return Message{}, resp, &res, nil
@@ -411,7 +411,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 	default:
 		run.StopReason = StopEndTurn
 	}
-	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+	if err := st.StartRun(context.WithoutCancel(ctx), run); err != nil {
 		return Message{}, resp, nil, fmt.Errorf("record run: %w", err)
 	}
 	return asst, resp, nil, nil
