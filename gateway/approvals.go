@@ -243,7 +243,20 @@ func (g *Gateway) decide(ctx context.Context, approvalID string, action ButtonAc
 	if d.State == agentcore.ApprovalExpired {
 		return "This approval expired before anyone decided.", true
 	}
-	return decisionText(ap), false
+	return decisionReply(ap), false
+}
+
+// decisionReply is the plain-text answer to the person who decided
+// (toasts and alerts show no Markdown).
+func decisionReply(ap agentcore.Approval) string {
+	switch ap.State {
+	case agentcore.ApprovalAllowed:
+		return "Approved: " + clipString(ap.Summary, 150)
+	case agentcore.ApprovalAlways:
+		return "Approved always (" + ap.Rule + "): " + clipString(ap.Summary, 120)
+	default:
+		return "Denied: " + clipString(ap.Summary, 150)
+	}
 }
 
 func alreadyText(ap agentcore.Approval) string {

@@ -147,6 +147,10 @@ func (r *renderer) Emit(e agentcore.Event) {
 		r.touch()
 	case agentcore.EventToolResult:
 		r.mu.Lock()
+		if !r.hasActivity(e.ToolCallID) {
+			// A resumed turn: the call was shown by the turn that asked.
+			r.activity = append(r.activity, activity{ID: e.ToolCallID, Title: e.ToolName, Kind: toolKind(e.ToolName), Status: channels.StatusRunning})
+		}
 		for i := range r.activity {
 			if r.activity[i].ID == e.ToolCallID {
 				r.activity[i].Status = channels.StatusDone
@@ -184,6 +188,15 @@ func (r *renderer) Emit(e agentcore.Event) {
 	case agentcore.EventCompaction:
 		r.g.post(r.ctx, r.loc, outMessage{Notice: e.Text})
 	}
+}
+
+func (r *renderer) hasActivity(id string) bool {
+	for _, a := range r.activity {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *renderer) touch() {
