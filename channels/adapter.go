@@ -130,6 +130,9 @@ type Inbound struct {
 	Mentioned, DirectMessage, ReplyToBot bool
 	// ReplyTo is the platform id of the message this one replies to, if any.
 	ReplyTo string
+	// MessageID is the platform id of this message, for threading replies
+	// to it; may be empty.
+	MessageID string
 	At      time.Time
 }
 

@@ -15,6 +15,9 @@ const MaxTokenLen = 64
 // each part to their own element.
 type Message struct {
 	Parts []Part
+	// ReplyTo, when set, is the platform id of a message this one answers;
+	// surfaces that thread replies (Telegram) attach it to the first send.
+	ReplyTo string
 }
 
 // Part is one piece of a Message. The set of parts is closed: Text,

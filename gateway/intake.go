@@ -24,6 +24,7 @@ type handler struct {
 // messagePayload is the body of an ItemMessage.
 type messagePayload struct {
 	EventID     string           `json:"eventId"`
+	MessageID   string           `json:"messageId,omitempty"` // the platform's id, to thread the reply
 	Text        string           `json:"text"`
 	Who         string           `json:"who"` // qualified id
 	Name        string           `json:"name,omitempty"`
@@ -92,7 +93,7 @@ func (h *handler) OnInbound(ctx context.Context, in channels.Inbound) error {
 		g.post(ctx, in.Location, outMessage{Notice: g.opts.ModelProblem})
 		return nil
 	}
-	p := messagePayload{EventID: in.EventID, Text: in.Text, Who: who, Name: displayName(in.User), Origin: origin(h.channel, in)}
+	p := messagePayload{EventID: in.EventID, MessageID: in.MessageID, Text: in.Text, Who: who, Name: displayName(in.User), Origin: origin(h.channel, in)}
 	for _, a := range in.Attachments {
 		if len(a.Data) > 0 {
 			p.Attachments = append(p.Attachments, attachmentData{Name: a.Name, MIME: a.MIME, Data: a.Data})

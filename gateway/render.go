@@ -21,6 +21,7 @@ type outMessage struct {
 	Plan        []agentcore.Todo `json:"plan,omitempty"`
 	Buttons     [][]buttonSpec   `json:"buttons,omitempty"`
 	Attachments []attachmentSpec `json:"attachments,omitempty"`
+	ReplyTo     string           `json:"replyTo,omitempty"` // the platform id of the message answered
 }
 
 type activity struct {
@@ -76,7 +77,7 @@ func (m outMessage) channels() channels.Message {
 	for _, a := range m.Attachments {
 		parts = append(parts, channels.Attachment{Name: a.Name, Path: a.Path, MIME: a.MIME, Caption: a.Caption})
 	}
-	return channels.Message{Parts: parts}
+	return channels.Message{Parts: parts, ReplyTo: m.ReplyTo}
 }
 
 func (m outMessage) empty() bool {
@@ -94,6 +95,7 @@ type renderer struct {
 	conv     string
 	caps     channels.Capabilities
 	interval time.Duration
+	replyTo  string // the person's message the turn answers
 
 	mu          sync.Mutex
 	texts       []string // finished assistant texts of the turn
@@ -263,7 +265,9 @@ func (r *renderer) stream() {
 		var err error
 		if ref == "" {
 			var mr channels.MessageRef
-			mr, err = a.Send(r.ctx, r.loc, snap.channels())
+			msg := snap.channels()
+			msg.ReplyTo = r.replyTo
+			mr, err = a.Send(r.ctx, r.loc, msg)
 			if err == nil {
 				r.mu.Lock()
 				r.ref = mr.ID
@@ -337,6 +341,7 @@ func (r *renderer) final(res agentcore.TurnResult) []Outbound {
 		if ref != "" {
 			add(OutboundEdit, ref, first)
 		} else {
+			first.ReplyTo = r.replyTo
 			add(OutboundSend, "", first)
 		}
 	}

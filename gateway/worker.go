@@ -151,6 +151,7 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 	}
 	in := agentcore.Input{Kind: agentcore.InputResume}
 	items := []Item{it}
+	replyTo := ""
 	switch it.Kind {
 	case ItemMessage, ItemNotification:
 		var p messagePayload
@@ -158,6 +159,7 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 			g.log.Error("queue item with a bad payload; dropping it", "item", it.ID, "err", err)
 			return false, g.opts.Store.Complete(ctx, it.ID)
 		}
+		replyTo = p.MessageID
 		mode := g.queueMode(loc)
 		if mode == QueueCollect {
 			p, items = g.collect(ctx, it, p)
@@ -187,6 +189,7 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 
 	start := time.Now()
 	r := g.newRenderer(ctx, loc, ag.ID(), it.ConversationID)
+	r.replyTo = replyTo
 	stopTyping := g.keepTyping(turnCtx, loc)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, r)
 	stopTyping()

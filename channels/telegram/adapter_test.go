@@ -24,6 +24,7 @@ func TestDirectMessageReachesHandler(t *testing.T) {
 		User:          channels.User{ID: "7", Name: "Ada Lovelace", Username: "ada"},
 		Text:          "hello agent",
 		DirectMessage: true,
+		MessageID:     "1", // the fake numbers messages from 1
 		At:            got.At,
 	}
 	if id != 1 {

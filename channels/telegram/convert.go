@@ -171,6 +171,7 @@ func convertMessage(updateID int64, m *message, me identity, maxDownload int64) 
 		Text:          text,
 		Mentioned:     mentioned,
 		DirectMessage: m.Chat.Type == "private",
+		MessageID:     strconv.FormatInt(m.MessageID, 10),
 		At:            time.Unix(m.Date, 0).UTC(),
 	}
 	if r := m.ReplyToMessage; r != nil && !isTopicRoot(m, r) {

@@ -142,6 +142,9 @@ func TestConvertMessages(t *testing.T) {
 			if tt.kind != kindInbound {
 				return
 			}
+			// Every message built by msgUpdate has message_id 9: replies
+			// are threaded to it.
+			tt.want.MessageID = "9"
 			if diff := cmp.Diff(tt.want, ev.inbound); diff != "" {
 				t.Errorf("inbound (-want +got):\n%s", diff)
 			}

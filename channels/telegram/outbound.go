@@ -111,6 +111,11 @@ func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Me
 		if i == 0 && len(rows) > 0 {
 			p.ReplyMarkup = keyboard(rows)
 		}
+		if id, err := strconv.Atoi(m.ReplyTo); i == 0 && err == nil && id > 0 {
+			// Thread the answer to the question; if that message is gone,
+			// send anyway.
+			p.ReplyParameters = &models.ReplyParameters{MessageID: id, AllowSendingWithoutReply: true}
+		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		msg, err := a.bot.SendMessage(cctx, p)
 		cancel()

@@ -118,6 +118,13 @@ func TestTelegramEndToEnd(t *testing.T) {
 	// DM → streamed answer.
 	dmUpdate := tg.AddMessage(100, 100, "hello")
 	waitTG(t, tg, "the DM answer", textContains("", "Hello from the agent."))
+	// The answer is threaded to the question.
+	first := waitTG(t, tg, "the first send of the answer", func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.Params["chat_id"] == "100"
+	})
+	if !strings.Contains(first.Params["reply_parameters"], `"message_id"`) {
+		t.Errorf("the answer is not a reply to the question: reply_parameters = %q", first.Params["reply_parameters"])
+	}
 
 	// Forum topic: every call to the topic carries its thread id.
 	tg.AddMessage(-1001, 100, "@"+telegramtest.BotUsername+" hi topic", telegramtest.InGroup(), telegramtest.InTopic(77))
