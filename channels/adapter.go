@@ -133,7 +133,7 @@ type Inbound struct {
 	// MessageID is the platform id of this message, for threading replies
 	// to it; may be empty.
 	MessageID string
-	At      time.Time
+	At        time.Time
 }
 
 // Action is a press on a button the gateway sent.
