@@ -86,8 +86,9 @@ type Gateway struct {
 	adapters map[string]channels.Adapter
 
 	mu       sync.Mutex
-	running  map[string]*worker // by conversation id
-	queueMod map[string]string  // location → queue mode set with /queue
+	running  map[string]*worker    // by conversation id
+	queueMod map[string]string     // location → queue mode set with /queue
+	parked   map[string]parkedTurn // conversation → message of its turn waiting for approval
 	slots    chan struct{}
 
 	kickOutbox  chan struct{}
@@ -125,6 +126,7 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 		adapters:   map[string]channels.Adapter{},
 		running:    map[string]*worker{},
 		queueMod:   map[string]string{},
+		parked:     map[string]parkedTurn{},
 		slots:      make(chan struct{}, opts.Workers),
 		kickOutbox: make(chan struct{}, 1),
 	}

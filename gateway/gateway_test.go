@@ -71,6 +71,22 @@ func TestApprovalButtons(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.workspace, "approved-file")); err != nil {
 		t.Fatal("the approved tool did not run")
 	}
+	// The turn's message that said "waiting" now shows the outcome: one
+	// message, no stale pending activity.
+	eventually(t, "the parked message to show the outcome", func() bool {
+		var withAnswer, stale int
+		for _, p := range h.chat.Posted(dm) {
+			text := channels.RenderMessage(p.Message, h.chat.Capabilities())
+			joined := strings.Join(text, "\n")
+			if strings.Contains(joined, "All done.") {
+				withAnswer++
+			}
+			if strings.Contains(joined, "Waiting for approval") {
+				stale++
+			}
+		}
+		return withAnswer == 1 && stale == 0
+	})
 	waitText(t, h.chat, "Approved: Bash: touch approved-file — by chat:alice")
 	reply, _ = h.chat.Press(h.ctx(), channels.Action{EventID: "p3", Location: dm, User: channels.User{ID: "alice"}, Token: rows[0][1].Token, Message: ref})
 	if !strings.Contains(reply.Text, "Already decided") {

@@ -232,3 +232,15 @@ func bashCall(id, command string) fakemodel.Step {
 }
 
 func mkdir(p string) error { return os.MkdirAll(p, 0o755) }
+
+// eventually polls cond until it holds or 30 s pass.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -192,6 +192,34 @@ func (r *renderer) Emit(e agentcore.Event) {
 	}
 }
 
+// parkedTurn is what a turn that stopped for approval showed, so the turn
+// that resumes it can continue the same message.
+type parkedTurn struct {
+	loc      string
+	ref      string
+	texts    []string
+	activity []activity
+}
+
+// parkedState returns the streamed message of a parked turn.
+func (r *renderer) parkedState() (parkedTurn, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ref == "" {
+		return parkedTurn{}, false
+	}
+	return parkedTurn{loc: r.loc.String(), ref: r.ref, texts: append([]string(nil), r.texts...), activity: append([]activity(nil), r.activity...)}, true
+}
+
+// adopt continues a parked turn's message.
+func (r *renderer) adopt(p parkedTurn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ref = p.ref
+	r.texts = append(r.texts, p.texts...)
+	r.activity = append(r.activity, p.activity...)
+}
+
 func (r *renderer) hasActivity(id string) bool {
 	for _, a := range r.activity {
 		if a.ID == id {

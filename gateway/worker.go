@@ -190,6 +190,16 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 	start := time.Now()
 	r := g.newRenderer(ctx, loc, ag.ID(), it.ConversationID)
 	r.replyTo = replyTo
+	if it.Kind == ItemResume {
+		// Continue the message of the turn that parked, so its pending
+		// activity turns into the outcome instead of staying stale.
+		g.mu.Lock()
+		if p, ok := g.parked[it.ConversationID]; ok && p.loc == it.Location {
+			r.adopt(p)
+		}
+		delete(g.parked, it.ConversationID)
+		g.mu.Unlock()
+	}
 	stopTyping := g.keepTyping(turnCtx, loc)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, r)
 	stopTyping()
@@ -219,7 +229,15 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 	// The final reply is enqueued in the same transaction that completes
 	// the item: a crash before it re-runs the item (the turn continues
 	// from its transcript), a crash after it delivers the reply.
-	if _, err := g.opts.Store.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID, r.final(res)...); err != nil {
+	final := r.final(res)
+	if res.StopReason == agentcore.StopRequiresApproval {
+		if p, ok := r.parkedState(); ok {
+			g.mu.Lock()
+			g.parked[it.ConversationID] = p
+			g.mu.Unlock()
+		}
+	}
+	if _, err := g.opts.Store.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID, final...); err != nil {
 		return false, fmt.Errorf("complete item %d: %w", it.ID, err)
 	}
 	for _, extra := range items[1:] {
