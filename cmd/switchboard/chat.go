@@ -161,6 +161,9 @@ func runChat(ctx context.Context, s *streams, agentName, mode string, cont bool)
 			fmt.Fprintln(s.out, "New conversation", convID)
 			continue
 		}
+		if handled := chatCommand(ctx, s.out, ag, convID, line); handled {
+			continue
+		}
 		input := agentcore.Input{Kind: agentcore.InputUser, Parts: []agentcore.Part{{Type: agentcore.PartText, Text: line}},
 			Speaker: "the local user", Origin: "terminal (switchboard chat)", Requester: "local:user"}
 		for {
@@ -244,4 +247,57 @@ func askApproval(w io.Writer, readLine func() (string, bool), p agentcore.Approv
 			return agentcore.Decision{State: agentcore.ApprovalDenied, Reason: strings.TrimSpace(reason)}, true
 		}
 	}
+}
+
+// chatHelp lists the terminal chat's commands.
+const chatHelp = `/new          start a new conversation
+/compact      summarize older context now
+/memory       the agent's memory history (/memory show REV, /memory revert REV)
+/status       agent, model, mode and conversation
+/exit         quit (also Ctrl-D)`
+
+// chatCommand handles the terminal chat's slash commands; it reports
+// whether line was one.
+func chatCommand(ctx context.Context, w io.Writer, ag *agentcore.Agent, convID, line string) bool {
+	fields := strings.Fields(line)
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") {
+		return false
+	}
+	var text string
+	var err error
+	switch fields[0] {
+	case "/help":
+		text = chatHelp
+	case "/status":
+		cfg := ag.Config()
+		text = fmt.Sprintf("agent %s · model %s · mode %s · conversation %s", ag.ID(), cfg.Model, cfg.Policy.Mode, convID)
+	case "/compact":
+		var res agentcore.CompactResult
+		res, err = ag.Compact(ctx, convID)
+		text = res.Note
+		if err == nil && !res.Compacted {
+			text = "Nothing to compact yet."
+		}
+	case "/memory":
+		switch {
+		case len(fields) == 1 || fields[1] == "log":
+			text, err = ag.MemoryLogText(ctx, 10)
+		case len(fields) == 3 && (fields[1] == "show" || fields[1] == "diff"):
+			text, err = ag.MemoryShowText(ctx, fields[2])
+		case len(fields) == 3 && fields[1] == "revert":
+			text, err = ag.MemoryRevertText(ctx, fields[2])
+		default:
+			text = "Usage: /memory [log | show REV | revert REV]"
+		}
+	default:
+		if strings.Count(fields[0], "/") > 1 { // a path, not a command
+			return false
+		}
+		text = "Unknown command " + fields[0] + ".\n" + chatHelp
+	}
+	if err != nil {
+		text = "⚠ " + err.Error()
+	}
+	fmt.Fprintln(w, text)
+	return true
 }

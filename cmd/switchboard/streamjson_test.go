@@ -160,3 +160,21 @@ func TestChatInterruptStopsTurn(t *testing.T) {
 	}
 	validTranscript(t, e.transcript())
 }
+
+// TestChatCommands: the terminal chat answers /status, /memory and unknown
+// commands itself; none reaches the model; a path still goes to it.
+func TestChatCommands(t *testing.T) {
+	e := newEnv(t, fakemodel.Step{Text: "about that path"})
+	r := e.run("/status\n/memory\n/bogus\n/etc/hosts is a file\n/exit\n", "chat")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"agent main · model test-model", "Memory history", "Create memory", "Unknown command /bogus", "about that path"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("chat output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if n := len(e.model.Requests()); n != 1 {
+		t.Fatalf("model got %d requests, want 1 (only the path)", n)
+	}
+}
