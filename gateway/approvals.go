@@ -176,7 +176,9 @@ func (g *Gateway) mayDecide(ap agentcore.Approval, who string) bool {
 	if len(approvers) > 0 {
 		return slices.Contains(approvers, who)
 	}
-	return who == ap.Requester || g.isAdmin(who)
+	// Asks routed to someone's DM come with working buttons: the route's
+	// person may decide, besides the requester and the admins.
+	return who == ap.Requester || g.isAdmin(who) || slices.Contains(g.opts.AgentOptions[ap.AgentID].ApprovalRoutes, who)
 }
 
 func (g *Gateway) approverNames(ap agentcore.Approval) string {

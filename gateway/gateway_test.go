@@ -254,3 +254,18 @@ func toolResults(req fakemodel.Request) []string {
 
 var _ = errors.New
 var _ = context.Background
+
+// An ask routed to someone's DM has working buttons for that person even
+// when they are not an admin.
+func TestApprovalRouteRecipientMayDecide(t *testing.T) {
+	h := newHarness(t, harnessOpts{routes: []string{"phone:friend"}}, bashCall("c1", "touch friend-file"), fakemodel.Step{Text: "Friend approved."})
+	h.send(inbound("e1", "alice", "make the file", dm))
+	waitText(t, h.phone, "Approval needed")
+	ref, rows := buttons(t, h.phone, "Approval needed")
+	friendDM := channels.Location{Channel: "phone", ChatID: "friend"}
+	reply, err := h.phone.Press(h.ctx(), channels.Action{EventID: "p1", Location: friendDM, User: channels.User{ID: "friend"}, Token: rows[0][0].Token, Message: ref})
+	if err != nil || !strings.Contains(reply.Text, "Approved") {
+		t.Fatalf("route recipient's press: %+v %v", reply, err)
+	}
+	waitText(t, h.chat, "Friend approved.")
+}
