@@ -77,7 +77,7 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 	if err := t.ensurePrompt(ctx); err != nil {
 		return CompactResult{}, err
 	}
-	view, err := a.deps.Store.View(ctx, conv.ID)
+	view, err := t.loadView(ctx)
 	if err != nil {
 		return CompactResult{}, fmt.Errorf("load view of %s: %w", conv.ID, err)
 	}
@@ -111,9 +111,8 @@ func (a *Agent) forConversation(convID string) *Agent {
 // (bounded rounds). A non-nil result ends the turn: a message that cannot
 // fit, a cancellation.
 func (t *turn) fitContext(ctx context.Context) (*TurnResult, error) {
-	st := t.a.deps.Store
 	for round := 0; ; round++ {
-		view, err := st.View(ctx, t.conv.ID)
+		view, err := t.loadView(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
 		}
@@ -192,6 +191,7 @@ func (t *turn) compact(ctx context.Context, view []Message, mode compactMode) (C
 		ids = append(ids, m.ID)
 	}
 	wctx := context.WithoutCancel(ctx)
+	t.viewOK = false
 	if err := t.a.deps.Store.ReplaceView(wctx, t.conv.ID, ids); err != nil {
 		return res, "", fmt.Errorf("replace view of %s: %w", t.conv.ID, err)
 	}

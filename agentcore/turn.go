@@ -168,6 +168,8 @@ type turn struct {
 	// memoryNotified is the memory revision the model last heard of.
 	memoryNotified string
 	lastText       string
+	view           []Message // cached in-context view (see loadView)
+	viewOK         bool
 	// bud estimates requests against the window (budget.go); overflowRetry
 	// is set while a step is retried after a context-length error.
 	bud           budget
@@ -175,11 +177,10 @@ type turn struct {
 }
 
 func (t *turn) run(ctx context.Context) (TurnResult, error) {
-	st := t.a.deps.Store
 	if err := t.ensurePrompt(ctx); err != nil {
 		return TurnResult{}, err
 	}
-	view, err := st.View(ctx, t.conv.ID)
+	view, err := t.loadView(ctx)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
 	}
@@ -276,7 +277,7 @@ func (t *turn) steer(ctx context.Context) error {
 	if len(ins) == 0 {
 		return nil
 	}
-	view, err := t.a.deps.Store.View(ctx, t.conv.ID)
+	view, err := t.loadView(ctx)
 	if err != nil {
 		return fmt.Errorf("load view of %s: %w", t.conv.ID, err)
 	}
@@ -316,7 +317,7 @@ func (t *turn) cancelled(ctx context.Context) TurnResult {
 // *TurnResult means the turn ends here.
 func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error) {
 	st := t.a.deps.Store
-	view, err := st.View(ctx, t.conv.ID)
+	view, err := t.loadView(ctx)
 	if err != nil {
 		return Message{}, Response{}, nil, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
 	}
@@ -434,7 +435,13 @@ func (t *turn) append(ctx context.Context, msgs ...Message) ([]Message, error) {
 	}
 	stored, err := t.a.deps.Store.Append(ctx, t.conv.ID, msgs...)
 	if err != nil {
+		t.viewOK = false
 		return nil, fmt.Errorf("append to transcript of %s: %w", t.conv.ID, err)
+	}
+	if t.viewOK {
+		// A full slice expression: views handed out earlier never see
+		// the new messages appear in their backing array.
+		t.view = append(t.view[:len(t.view):len(t.view)], stored...)
 	}
 	return stored, nil
 }
@@ -502,6 +509,22 @@ func (t *turn) uniqueCallIDs(ctx context.Context, view []Message, calls []ToolCa
 		out[i] = c
 	}
 	return out, nil
+}
+
+// loadView returns the conversation's in-context view. The turn holds the
+// conversation's lease, so only its own appends change the view: it is
+// read from the store once and then kept up to date (decoding the view was
+// a quarter of a turn's CPU).
+func (t *turn) loadView(ctx context.Context) ([]Message, error) {
+	if t.viewOK {
+		return t.view, nil
+	}
+	v, err := t.a.deps.Store.View(ctx, t.conv.ID)
+	if err != nil {
+		return nil, err
+	}
+	t.view, t.viewOK = v, true
+	return v, nil
 }
 
 func hasMessage(view []Message, id string) bool {
