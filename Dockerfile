@@ -17,4 +17,4 @@ USER switchboard
 ENV SWITCHBOARD_HOME=/home/switchboard/.switchboard
 WORKDIR /home/switchboard/work
 ENTRYPOINT ["switchboard"]
-CMD ["chat"]
+CMD ["serve"]
