@@ -3,10 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
 )
+
+// outboxParallel bounds how many locations are delivered to at once.
+const outboxParallel = 16
 
 // kickOut wakes the outbox loop.
 func (g *Gateway) kickOut() {
@@ -45,18 +49,32 @@ func (g *Gateway) deliverDue(ctx context.Context) bool {
 		}
 		return false
 	}
-	blocked := map[string]bool{}
+	// Locations are delivered concurrently (bounded), each location's
+	// items in order; after a failure, that location's later items wait for
+	// the next round.
+	var order []string
+	byLoc := map[string][]Outbound{}
 	for _, it := range items {
-		if ctx.Err() != nil {
-			return false
+		if _, ok := byLoc[it.Location]; !ok {
+			order = append(order, it.Location)
 		}
-		if blocked[it.Location] {
-			continue
-		}
-		if !g.deliver(ctx, it) {
-			blocked[it.Location] = true
-		}
+		byLoc[it.Location] = append(byLoc[it.Location], it)
 	}
+	sem := make(chan struct{}, outboxParallel)
+	var wg sync.WaitGroup
+	for _, loc := range order {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(its []Outbound) {
+			defer func() { <-sem; wg.Done() }()
+			for _, it := range its {
+				if ctx.Err() != nil || !g.deliver(ctx, it) {
+					return
+				}
+			}
+		}(byLoc[loc])
+	}
+	wg.Wait()
 	return len(items) == batch
 }
 
