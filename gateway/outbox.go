@@ -20,15 +20,20 @@ func (g *Gateway) kickOut() {
 	}
 }
 
-// outboxLoop delivers due outbox items until ctx ends. Items to one
-// location go out in order: after a failure, later items of that location
-// wait for the next round.
+// outboxLoop delivers due outbox items until ctx ends. Each location is
+// delivered by its own goroutine (at most outboxParallel at once), its items
+// in order, so a slow or rate-limited chat never holds up the others; after
+// a failure, that location's later items wait for the next round.
 func (g *Gateway) outboxLoop(ctx context.Context) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inflight := map[string]bool{}
+	var mu sync.Mutex
+	sem := make(chan struct{}, outboxParallel)
 	for {
-		for g.deliverDue(ctx) {
-		}
+		g.deliverDue(ctx, &wg, &mu, inflight, sem)
 		select {
 		case <-ctx.Done():
 			return
@@ -38,20 +43,16 @@ func (g *Gateway) outboxLoop(ctx context.Context) {
 	}
 }
 
-// deliverDue sends one batch; it reports whether a full batch was seen
-// (there may be more).
-func (g *Gateway) deliverDue(ctx context.Context) bool {
-	const batch = 100
-	items, err := g.opts.Store.DueOutbound(ctx, g.opts.Now().UTC(), batch)
+// deliverDue starts delivery of the due items of every location that is
+// not being delivered already.
+func (g *Gateway) deliverDue(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, inflight map[string]bool, sem chan struct{}) {
+	items, err := g.opts.Store.DueOutbound(ctx, g.opts.Now().UTC(), 500)
 	if err != nil {
 		if ctx.Err() == nil {
 			g.log.Error("read outbox", "err", err)
 		}
-		return false
+		return
 	}
-	// Locations are delivered concurrently (bounded), each location's
-	// items in order; after a failure, that location's later items wait for
-	// the next round.
 	var order []string
 	byLoc := map[string][]Outbound{}
 	for _, it := range items {
@@ -60,27 +61,46 @@ func (g *Gateway) deliverDue(ctx context.Context) bool {
 		}
 		byLoc[it.Location] = append(byLoc[it.Location], it)
 	}
-	sem := make(chan struct{}, outboxParallel)
-	var wg sync.WaitGroup
 	for _, loc := range order {
-		sem <- struct{}{}
+		mu.Lock()
+		busy := inflight[loc]
+		mu.Unlock()
+		if busy {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			return // all delivery slots busy: the next round picks the rest up
+		}
+		mu.Lock()
+		inflight[loc] = true
+		mu.Unlock()
 		wg.Add(1)
-		go func(its []Outbound) {
-			defer func() { <-sem; wg.Done() }()
+		go func(loc string, its []Outbound) {
+			defer wg.Done()
 			for _, it := range its {
 				if ctx.Err() != nil || !g.deliver(ctx, it) {
-					return
+					break
 				}
 			}
-		}(byLoc[loc])
+			mu.Lock()
+			delete(inflight, loc)
+			mu.Unlock()
+			<-sem
+			g.kickOut()
+		}(loc, byLoc[loc])
 	}
-	wg.Wait()
-	return len(items) == batch
 }
 
 // deliver makes one platform call for an outbox item and records the
 // outcome. It reports success.
 func (g *Gateway) deliver(ctx context.Context, it Outbound) bool {
+	// The item may have been delivered since the round read it (by the
+	// location's previous goroutine): never send twice.
+	if cur, err := g.opts.Store.OutboundItem(ctx, it.ID); err != nil || cur.Sent {
+		return err == nil
+	}
 	loc, err := channels.ParseLocation(it.Location)
 	if err != nil {
 		_ = g.opts.Store.Retry(ctx, it.ID, time.Time{}, "bad location: "+err.Error(), true)
