@@ -58,15 +58,18 @@ type Item struct {
 // Queue is the durable per-conversation work queue. Items of one
 // conversation are worked in ID order.
 type Queue interface {
-	// Enqueue stores an item. When dedupeKey is not empty and was seen
-	// within its expiry, nothing is stored and enqueued is false: the
+	// Enqueue stores an item. Dedupe keys are global (callers prefix them
+	// with the channel). When dedupeKey is not empty and was seen within
+	// its expiry, nothing is stored and enqueued is false: the
 	// platform retried an event it already delivered. The dedupe key and
 	// the item are written in one transaction.
 	Enqueue(ctx context.Context, it Item, dedupeKey string, dedupeTTL time.Duration) (id int64, enqueued bool, err error)
 	// Peek returns the oldest unfinished item of a conversation, or
 	// ErrNotFound. It increments the item's Attempts.
 	Peek(ctx context.Context, conversationID string) (Item, error)
-	// Complete marks an item done (it is never returned again).
+	// Complete marks an item done (it is never returned again). Completing
+	// an unknown or already done item is ErrNotFound, so a turn worked
+	// twice can never complete (and reply) twice.
 	Complete(ctx context.Context, id int64) error
 	// Pending returns the unfinished items of a conversation in order.
 	Pending(ctx context.Context, conversationID string) ([]Item, error)
