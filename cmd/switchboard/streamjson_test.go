@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,49 @@ func TestChatCommands(t *testing.T) {
 	}
 	if n := len(e.model.Requests()); n != 1 {
 		t.Fatalf("model got %d requests, want 1 (only the path)", n)
+	}
+}
+
+// TestChatApprovalPrompts: in chat an ask is a prompt; "y" runs the call
+// once, "a" stores the rule so the same command runs without asking, "n"
+// denies with the reason typed.
+func TestChatApprovalPrompts(t *testing.T) {
+	e := newEnv(t,
+		bashStep("c1", "touch once-file"), fakemodel.Step{Text: "made once"},
+		bashStep("c2", "touch always-file"), fakemodel.Step{Text: "made always"},
+		bashStep("c3", "touch always-file again"), fakemodel.Step{Text: "made again without asking"},
+		bashStep("c4", "touch never-file"), fakemodel.Step{Text: "not made"},
+	)
+	input := strings.Join([]string{
+		"make once", "y",
+		"make always", "a",
+		"make again",
+		"make never", "n", "not today",
+		"/exit",
+	}, "\n") + "\n"
+	r := e.run(input, "chat")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"made once", "made always", "made again without asking", "not made", "Bash(touch always-file:*)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("chat output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if n := strings.Count(r.stdout, "wants to run"); n != 3 {
+		t.Errorf("asked %d times, want 3 (the stored rule covers the third call)", n)
+	}
+	for _, f := range []string{"once-file", "always-file"} {
+		if _, err := os.Stat(filepath.Join(e.workspace, f)); err != nil {
+			t.Errorf("%s was not made", f)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "never-file")); err == nil {
+		t.Error("the denied call ran")
+	}
+	reqs := e.model.Requests()
+	last := toolMessages(reqs[len(reqs)-1])
+	if len(last) == 0 || !strings.Contains(contentText(last[len(last)-1]), "not today") {
+		t.Errorf("the model was not told the reason: %+v", last)
 	}
 }
