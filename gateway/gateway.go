@@ -55,6 +55,16 @@ type AgentStore interface {
 	ListRuns(ctx context.Context, conversationID string) ([]agentcore.Run, error)
 }
 
+// Pruner is implemented by stores that can delete finished work (done
+// queue items, delivered outbox items, expired dedupe keys) older than a
+// time, so a long-lived gateway's database does not grow without end.
+type Pruner interface {
+	PruneDelivered(ctx context.Context, before time.Time) (int64, error)
+}
+
+// retention is how long finished queue and outbox records are kept.
+const retention = 7 * 24 * time.Hour
+
 // ExpiredApprovals is implemented by stores that can list pending
 // approvals past their expiry, for the expiry sweeper.
 type ExpiredApprovals interface {
@@ -196,9 +206,10 @@ func (g *Gateway) Run(ctx context.Context, grace time.Duration) error {
 			}
 		}()
 	}
-	g.wg.Add(2)
+	g.wg.Add(3)
 	go func() { defer g.wg.Done(); g.outboxLoop(runCtx) }()
 	go func() { defer g.wg.Done(); g.expiryLoop(runCtx) }()
+	go func() { defer g.wg.Done(); g.pruneLoop(runCtx) }()
 	if err := g.recover(runCtx); err != nil {
 		g.log.Error("recover queued work", "err", err)
 	}
@@ -245,6 +256,29 @@ func (g *Gateway) drain(grace time.Duration) {
 }
 
 var errShutdown = errors.New("switchboard is shutting down")
+
+// pruneLoop deletes finished work older than the retention, at start and
+// then hourly.
+func (g *Gateway) pruneLoop(ctx context.Context) {
+	p, ok := g.opts.Store.(Pruner)
+	if !ok {
+		return
+	}
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := p.PruneDelivered(ctx, g.opts.Now().Add(-retention)); err != nil && ctx.Err() == nil {
+			g.log.Warn("prune finished work", "err", err)
+		} else if n > 0 {
+			g.log.Debug("pruned finished work", "records", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
 
 // recover starts workers for conversations that have queued items (after
 // a restart).
