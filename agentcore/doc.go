@@ -1,0 +1,24 @@
+// Package agentcore runs agents: the single turn loop every host uses
+// (chat gateway, terminal chat, headless run, later ACP and HTTP), the
+// event model those hosts consume, the OpenAI-compatible provider, the
+// context (system prompt compiled once from memory, <system-reminder>
+// parts, compaction against the whole-request budget), tool execution with
+// permission checks, and the storage ports it needs (ports.go), which the
+// store package implements.
+//
+// A turn (Agent.Turn) takes the conversation's lease, settles tool calls an
+// earlier step left open (a call that started before a crash is answered
+// "outcome unknown"), appends the input, then steps the model until it
+// stops. A permission "ask" stores an approval and ends the turn with
+// requires_approval; nothing waits in memory for a person, and a later
+// Turn with InputResume continues once every approval of the step is
+// decided, in this process or another.
+//
+// Concurrency: an Agent is safe for concurrent use by many conversations.
+// A conversation runs one turn at a time across processes, enforced by its
+// lease in the store (Turn returns ErrBusy while another worker holds it).
+// A turn's events reach its Sink in order from the turn's goroutine; tool
+// calls of one step run concurrently where their resources allow (reads in
+// parallel, writes serialized per path, Bash and unknown tools alone) and
+// their results are appended in call order.
+package agentcore
