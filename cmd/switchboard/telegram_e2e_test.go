@@ -209,10 +209,9 @@ func TestTelegramRateLimitAndCrashInOutbox(t *testing.T) {
 	first := waitTG(t, tg, "the rate-limited send", func(c telegramtest.Call) bool {
 		return c.Method == "sendMessage" && c.Status == 429
 	})
-	// The reply is in the outbox now; kill serve before retry_after ends.
-	eventually(t, 30*time.Second, "the turn to finish", func() bool {
-		return len(e.model.Requests()) == 1 && countCalls(tg, "sendMessage", 429) >= 1
-	})
+	// Kill serve once the reply waits in the outbox after a 429, before
+	// its retry_after ends.
+	waitOutboxRetrying(t, e, "Patience pays.")
 	p.kill()
 	e.startServe()
 	ok := waitTG(t, tg, "the delivery after restart", textContains("sendMessage", "Patience pays."))
@@ -231,14 +230,27 @@ func TestTelegramRateLimitAndCrashInOutbox(t *testing.T) {
 	}
 }
 
-func countCalls(tg *telegramtest.Server, method string, status int) int {
-	n := 0
-	for _, c := range tg.Calls() {
-		if c.Method == method && c.Status == status {
-			n++
-		}
+// waitOutboxRetrying waits until an unsent outbox item containing text has
+// failed at least once (it waits for its retry).
+func waitOutboxRetrying(t *testing.T, e *env, text string) {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(e.home, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	defer db.Close()
+	eventually(t, 60*time.Second, "the reply to wait in the outbox", func() bool {
+		due, err := db.DueOutbound(context.Background(), time.Now().Add(24*time.Hour), 100)
+		if err != nil {
+			return false
+		}
+		for _, it := range due {
+			if it.Attempts >= 1 && strings.Contains(string(it.Body), text) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func itoa(n int64) string {
