@@ -165,12 +165,13 @@ func (t *turn) initBudget(ctx context.Context, view []Message) {
 		return
 	}
 	t.bud = newBudget(t.a.cfg)
-	runs, err := t.a.deps.Store.ListRuns(ctx, t.conv.ID)
+	// The newest run that reported usage calibrates the estimate; a few
+	// recent ones are enough (runs of failed steps report none).
+	runs, err := t.a.deps.Store.RecentRuns(ctx, t.conv.ID, 8)
 	if err != nil {
 		return
 	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		r := runs[i]
+	for _, r := range runs {
 		if r.Usage.InputTokens <= 0 {
 			continue
 		}

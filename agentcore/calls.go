@@ -44,7 +44,7 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 	for i, c := range calls {
 		ids[i] = c.ID
 	}
-	started, err := st.StartedToolCalls(ctx, t.conv.ID)
+	started, err := st.StartedToolCalls(ctx, t.conv.ID, ids)
 	if err != nil {
 		return TurnResult{}, false, fmt.Errorf("load tool ledger: %w", err)
 	}

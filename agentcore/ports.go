@@ -121,6 +121,10 @@ type Runs interface {
 	StartRun(ctx context.Context, r Run) error
 	FinishRun(ctx context.Context, r Run) error
 	ListRuns(ctx context.Context, conversationID string) ([]Run, error)
+	// RecentRuns returns the conversation's n newest runs, newest first
+	// (the per-turn reads need only the last ones, however long the
+	// conversation).
+	RecentRuns(ctx context.Context, conversationID string, n int) ([]Run, error)
 }
 
 // ToolLedger remembers which tool calls began executing, so that after a
@@ -128,7 +132,8 @@ type Runs interface {
 // unknown" rather than run again.
 type ToolLedger interface {
 	MarkToolStarted(ctx context.Context, conversationID, toolCallID string) error
-	StartedToolCalls(ctx context.Context, conversationID string) (map[string]bool, error)
+	// StartedToolCalls returns which of the given calls began executing.
+	StartedToolCalls(ctx context.Context, conversationID string, callIDs []string) (map[string]bool, error)
 }
 
 // Approvals stores approval records.

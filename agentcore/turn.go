@@ -487,13 +487,13 @@ func (t *turn) uniqueCallIDs(ctx context.Context, view []Message, calls []ToolCa
 			used[c.ID] = true
 		}
 	}
-	started, err := t.a.deps.Store.StartedToolCalls(ctx, t.conv.ID)
-	if err != nil {
-		return nil, fmt.Errorf("load tool ledger: %w", err)
-	}
 	ids := make([]string, len(calls))
 	for i, c := range calls {
 		ids[i] = c.ID
+	}
+	started, err := t.a.deps.Store.StartedToolCalls(ctx, t.conv.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load tool ledger: %w", err)
 	}
 	asked, err := t.a.deps.Store.ConversationApprovals(ctx, t.conv.ID, ids)
 	if err != nil {

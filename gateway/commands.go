@@ -222,8 +222,8 @@ func (g *Gateway) status(ctx context.Context, channel string, loc channels.Locat
 	g.mu.Unlock()
 	fmt.Fprintf(&sb, "**Conversation** `%s` · %s · queue %d · pending approvals %d · queue mode %s\n",
 		b.ConversationID, map[bool]string{true: "working", false: "idle"}[running], len(items), len(pending), g.queueMode(loc))
-	if runs, err := g.opts.AgentStore.ListRuns(ctx, b.ConversationID); err == nil && len(runs) > 0 && cfg.ContextWindow > 0 {
-		last := runs[len(runs)-1]
+	if runs, err := g.opts.AgentStore.RecentRuns(ctx, b.ConversationID, 1); err == nil && len(runs) > 0 && cfg.ContextWindow > 0 {
+		last := runs[0]
 		if last.Usage.InputTokens > 0 {
 			fmt.Fprintf(&sb, "**Context** %d of %d tokens (%d%%), %d cached\n", last.Usage.InputTokens, cfg.ContextWindow,
 				last.Usage.InputTokens*100/int64(cfg.ContextWindow), last.Usage.CachedTokens)

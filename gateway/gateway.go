@@ -52,7 +52,7 @@ type AgentStore interface {
 	Messages(ctx context.Context, conversationID string, afterSeq int64, limit int) ([]agentcore.Message, error)
 	Approval(ctx context.Context, id string) (agentcore.Approval, error)
 	PendingApprovals(ctx context.Context, conversationID string) ([]agentcore.Approval, error)
-	ListRuns(ctx context.Context, conversationID string) ([]agentcore.Run, error)
+	RecentRuns(ctx context.Context, conversationID string, n int) ([]agentcore.Run, error)
 }
 
 // Pruner is implemented by stores that can delete finished work (done

@@ -23,6 +23,9 @@ const (
 	qListRuns = `SELECT id, conversation_id, turn_id, step, model, stop_reason,
 			input_tokens, output_tokens, cached_tokens, usage_reported, error, started, finished
 		FROM runs WHERE conversation_id = ? ORDER BY started, rowid`
+	qRecentRuns = `SELECT id, conversation_id, turn_id, step, model, stop_reason,
+			input_tokens, output_tokens, cached_tokens, usage_reported, error, started, finished
+		FROM runs WHERE conversation_id = ? ORDER BY started DESC, rowid DESC LIMIT ?`
 	qMarkToolStarted = `INSERT INTO tool_started (conversation_id, tool_call_id, started)
 		VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 )
@@ -77,9 +80,29 @@ func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
 
 // ListRuns returns the conversation's runs in the order they started.
 func (db *DB) ListRuns(ctx context.Context, conversationID string) ([]agentcore.Run, error) {
-	rows, err := db.stmts.listRuns.QueryContext(ctx, conversationID)
+	runs, err := db.queryRuns(ctx, db.stmts.listRuns, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
+	}
+	return runs, nil
+}
+
+// RecentRuns returns the conversation's n newest runs, newest first.
+func (db *DB) RecentRuns(ctx context.Context, conversationID string, n int) ([]agentcore.Run, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	runs, err := db.queryRuns(ctx, db.stmts.recentRuns, conversationID, n)
+	if err != nil {
+		return nil, fmt.Errorf("recent runs of conversation %s: %w", conversationID, err)
+	}
+	return runs, nil
+}
+
+func (db *DB) queryRuns(ctx context.Context, stmt *sql.Stmt, args ...any) ([]agentcore.Run, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var runs []agentcore.Run
@@ -90,16 +113,13 @@ func (db *DB) ListRuns(ctx context.Context, conversationID string) ([]agentcore.
 		if err := rows.Scan(&r.ID, &r.ConversationID, &r.TurnID, &r.Step, &r.Model, &stop,
 			&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CachedTokens, &r.Usage.Reported,
 			&r.Error, &started, &finished); err != nil {
-			return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
+			return nil, err
 		}
 		r.StopReason = agentcore.StopReason(stop)
 		r.Started, r.Finished = fromNanos(started), fromNanos(finished)
 		runs = append(runs, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs of conversation %s: %w", conversationID, err)
-	}
-	return runs, nil
+	return runs, rows.Err()
 }
 
 // MarkToolStarted records that a tool call began executing. Marking the
@@ -118,24 +138,21 @@ func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID st
 	return nil
 }
 
-// StartedToolCalls returns the ids of the conversation's tool calls that
-// began executing, as a non-nil set; an unknown conversation has none.
-func (db *DB) StartedToolCalls(ctx context.Context, conversationID string) (map[string]bool, error) {
-	rows, err := db.stmts.startedToolCalls.QueryContext(ctx, conversationID)
-	if err != nil {
-		return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
-	}
-	defer rows.Close()
+// StartedToolCalls returns which of the given calls of the conversation
+// began executing, as a non-nil set: point lookups, so the cost does not
+// grow with the conversation.
+func (db *DB) StartedToolCalls(ctx context.Context, conversationID string, callIDs []string) (map[string]bool, error) {
 	started := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+	for _, id := range callIDs {
+		var one int
+		err := db.stmts.startedToolCall.QueryRowContext(ctx, conversationID, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
 		}
 		started[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("started tool calls of conversation %s: %w", conversationID, err)
 	}
 	return started, nil
 }

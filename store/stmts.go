@@ -39,16 +39,17 @@ type stmts struct {
 	markTool     *sql.Stmt
 
 	// read pool
-	binding          *sql.Stmt
-	conversation     *sql.Stmt
-	view             *sql.Stmt
-	messagesAfter    *sql.Stmt
-	convExists       *sql.Stmt
-	listRuns         *sql.Stmt
-	startedToolCalls *sql.Stmt
-	dueOutbound      *sql.Stmt
-	outboundItem     *sql.Stmt
-	paired           *sql.Stmt
+	binding         *sql.Stmt
+	conversation    *sql.Stmt
+	view            *sql.Stmt
+	messagesAfter   *sql.Stmt
+	convExists      *sql.Stmt
+	listRuns        *sql.Stmt
+	startedToolCall *sql.Stmt
+	recentRuns      *sql.Stmt
+	dueOutbound     *sql.Stmt
+	outboundItem    *sql.Stmt
+	paired          *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -86,7 +87,8 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.messagesAfter, qMessagesAfter},
 		{r, &s.convExists, `SELECT 1 FROM conversations WHERE id = ?`},
 		{r, &s.listRuns, qListRuns},
-		{r, &s.startedToolCalls, `SELECT tool_call_id FROM tool_started WHERE conversation_id = ?`},
+		{r, &s.recentRuns, qRecentRuns},
+		{r, &s.startedToolCall, `SELECT 1 FROM tool_started WHERE conversation_id = ? AND tool_call_id = ?`},
 		{r, &s.dueOutbound, qDueOutbound},
 		{r, &s.outboundItem, `SELECT ` + outboundColumns + ` FROM outbox WHERE id = ?`},
 		{r, &s.paired, `SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`},

@@ -48,6 +48,16 @@ func testRuns(t *testing.T, s agentcore.Store) {
 	if diff := cmp.Diff([]agentcore.Run{r1, r2}, runs, cmpOpts()); diff != "" {
 		t.Errorf("runs after finish (-want +got):\n%s", diff)
 	}
+	recent, err := s.RecentRuns(ctx(t), c.ID, 1)
+	if err != nil {
+		t.Fatalf("RecentRuns: %v", err)
+	}
+	if diff := cmp.Diff([]agentcore.Run{r2}, recent, cmpOpts()); diff != "" {
+		t.Errorf("RecentRuns(1) (-want +got):\n%s", diff)
+	}
+	if recent, err := s.RecentRuns(ctx(t), c.ID, 5); err != nil || len(recent) != 2 || recent[0].ID != r2.ID || recent[1].ID != r1.ID {
+		t.Errorf("RecentRuns(5) = %v, %v; want r2 then r1", recent, err)
+	}
 	wantNotFound(t, "FinishRun of an unknown run", s.FinishRun(ctx(t), agentcore.Run{ID: "no-such-run", ConversationID: c.ID}))
 	if err := s.StartRun(ctx(t), r1); err == nil {
 		t.Error("StartRun with an existing id succeeded, want an error")
@@ -61,8 +71,9 @@ func testRuns(t *testing.T, s agentcore.Store) {
 func testToolLedger(t *testing.T, s agentcore.Store) {
 	c := newConversation(t, s)
 	other := newConversation(t, s)
-	got, err := s.StartedToolCalls(ctx(t), c.ID)
-	if err != nil || len(got) != 0 {
+	ids := []string{"call-a", "call-b", "call-z", "call-never"}
+	got, err := s.StartedToolCalls(ctx(t), c.ID, ids)
+	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("StartedToolCalls before any = %v, %v; want none", got, err)
 	}
 	for _, id := range []string{"call-a", "call-b", "call-a"} {
@@ -73,7 +84,7 @@ func testToolLedger(t *testing.T, s agentcore.Store) {
 	if err := s.MarkToolStarted(ctx(t), other.ID, "call-z"); err != nil {
 		t.Fatalf("MarkToolStarted: %v", err)
 	}
-	got, err = s.StartedToolCalls(ctx(t), c.ID)
+	got, err = s.StartedToolCalls(ctx(t), c.ID, ids)
 	if err != nil {
 		t.Fatalf("StartedToolCalls: %v", err)
 	}
