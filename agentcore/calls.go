@@ -32,6 +32,7 @@ type callPlan struct {
 	args     json.RawMessage
 	run      bool   // execute it
 	approved bool   // a person approved it: no new ask at execution time
+	checked  bool   // classified allow just now: no re-check needed
 	result   Result // when !run
 }
 
@@ -54,6 +55,7 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 	}
 	now := t.a.deps.Now().UTC()
 	plans := make([]callPlan, len(calls))
+	var pol *permission.Policy // read when the first call needs it
 	var asks, waiting []Approval
 	for i, c := range calls {
 		p := callPlan{call: c}
@@ -91,10 +93,13 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 		case p.args == nil:
 			p.result = ErrorResult("Invalid arguments: not a JSON object (%q). Send a JSON object matching the %s tool's schema.", clip(c.Arguments, 200), c.Name)
 		default:
-			dec := t.classify(ctx, c)
+			if pol == nil {
+				pol = t.policy(ctx)
+			}
+			dec := classify(pol, c)
 			switch dec.Decision {
 			case permission.Allow:
-				p.run = true
+				p.run, p.checked = true, true
 			case permission.Deny:
 				p.result = ErrorResult("Permission denied: %s", dec.Reason)
 			default:
@@ -143,13 +148,18 @@ func deniedResult(ap Approval) Result {
 	}
 }
 
-// classify runs the permission checker with the agent's stored "Always"
-// rules added to its allow rules.
-func (t *turn) classify(ctx context.Context, c ToolCall) permission.Result {
+// policy is the agent's permission policy with its stored "Always" rules
+// added to the allow rules, read once per use (a step's classification, the
+// re-check before execution).
+func (t *turn) policy(ctx context.Context) *permission.Policy {
 	pol := t.a.cfg.Policy
 	if rules, err := t.a.deps.Store.AgentRules(ctx, t.a.cfg.ID); err == nil && len(rules) > 0 {
 		pol.Allow = append(append([]permission.Rule(nil), pol.Allow...), parseRules(rules)...)
 	}
+	return &pol
+}
+
+func classify(pol *permission.Policy, c ToolCall) permission.Result {
 	return pol.Check(permission.Call{Tool: c.Name, Args: json.RawMessage(c.Arguments)})
 }
 
@@ -233,14 +243,19 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // appends every result in call order.
 func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) error {
 	env := &t.a.deps.Env
-	// Re-check each call right before it runs: a deny rule or guard that
-	// matches now wins; an approval is not asked again.
+	var pol *permission.Policy
+	// Re-check each call that was decided earlier (approved while the turn
+	// was parked) right before it runs: a deny rule or guard that matches
+	// now wins; an approval is not asked again.
 	for i := range plans {
 		p := &plans[i]
-		if !p.run {
+		if !p.run || p.checked {
 			continue
 		}
-		dec := t.classify(ctx, p.call)
+		if pol == nil {
+			pol = t.policy(ctx)
+		}
+		dec := classify(pol, p.call)
 		if dec.Decision == permission.Deny {
 			p.run = false
 			p.result = ErrorResult("Permission denied at execution time: %s", dec.Reason)
