@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/agentcore/agentcoretest"
 	"github.com/switchboard-gw/switchboard/agentcore/permission"
 	"github.com/switchboard-gw/switchboard/agentcore/tools"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
@@ -156,33 +157,6 @@ func toolResults(req fakemodel.Request) map[string]string {
 	return out
 }
 
-// checkTranscript asserts the provider invariant: every tool call is
-// answered by exactly one tool message before the next user or assistant
-// message, and nothing is left unanswered unless allowOpen.
-func checkTranscript(t testing.TB, msgs []agentcore.Message, allowOpen bool) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, m := range msgs {
-		switch m.Role {
-		case agentcore.RoleAssistant, agentcore.RoleUser:
-			if len(open) > 0 {
-				t.Fatalf("message %d (%s) follows unanswered tool calls %v", m.Seq, m.Role, open)
-			}
-			for _, c := range m.ToolCalls {
-				open[c.ID] = true
-			}
-		case agentcore.RoleTool:
-			if !open[m.ToolCallID] {
-				t.Fatalf("tool result %d answers unknown or already answered call %s", m.Seq, m.ToolCallID)
-			}
-			delete(open, m.ToolCallID)
-		}
-	}
-	if len(open) > 0 && !allowOpen {
-		t.Fatalf("transcript ends with unanswered tool calls %v", open)
-	}
-}
-
 // events collects a turn's events.
 type events struct {
 	mu sync.Mutex
@@ -245,7 +219,7 @@ func park(t *testing.T, w *world, ag *agentcore.Agent, convID, callID string) ag
 	if reqs := ev.ofType(agentcore.EventApprovalRequest); len(reqs) != 1 || reqs[0].Approval == nil || reqs[0].Approval.ID != ap.ID {
 		t.Errorf("approval_request events = %+v", reqs)
 	}
-	checkTranscript(t, w.messages(convID), true)
+	agentcoretest.CheckTranscript(t, w.messages(convID), true)
 	return ap
 }
 
@@ -277,7 +251,7 @@ func TestApprovalAllowResumes(t *testing.T) {
 	if r, ok := toolResults(reqs[1])["call_1"]; !ok || strings.Contains(r, "denied") {
 		t.Fatalf("second request's tool result = %q (present %v)", r, ok)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 
 	// A second resume finds nothing to do and does not call the model.
 	if res := turn(t, ag, conv, resume, nil); res.StopReason != agentcore.StopEndTurn {
@@ -308,7 +282,7 @@ func TestApprovalDenyTellsModelWhy(t *testing.T) {
 	if !strings.Contains(r, "Permission denied") || !strings.Contains(r, "not on a Friday") || !strings.Contains(r, "telegram:4242") {
 		t.Fatalf("the model was not told who denied and why: %q", r)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 func TestNewMessageDeniesPendingAsk(t *testing.T) {
@@ -343,7 +317,7 @@ func TestNewMessageDeniesPendingAsk(t *testing.T) {
 	if last := req.LastMessage(); last.Role != "user" || !strings.Contains(last.Text(), "never mind") {
 		t.Fatalf("the new message is not the last input: %s %q", last.Role, last.Text())
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 // clock is a settable time source for Deps.Now.
@@ -397,7 +371,7 @@ func TestApprovalExpires(t *testing.T) {
 	if r := toolResults(w.model.Requests()[1])["call_1"]; !strings.Contains(r, "expired") {
 		t.Fatalf("tool result = %q", r)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 func TestAlwaysStoresDurableRule(t *testing.T) {
@@ -434,7 +408,7 @@ func TestAlwaysStoresDurableRule(t *testing.T) {
 		if !exists(filepath.Join(w.ws, "marker")) {
 			t.Fatalf("agent %d: the always-allowed command did not run", i)
 		}
-		checkTranscript(t, w.messages(c), false)
+		agentcoretest.CheckTranscript(t, w.messages(c), false)
 	}
 	// A different command is still asked about.
 	w.model.Push(bashCall("call_other", "rm -f marker"))
@@ -464,7 +438,7 @@ func TestDenyRuleWinsAtExecutionTime(t *testing.T) {
 	if r := toolResults(w.model.Requests()[1])["call_1"]; !strings.Contains(r, "Permission denied at execution time") {
 		t.Fatalf("tool result = %q", r)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 func TestMaxSteps(t *testing.T) {
@@ -493,7 +467,7 @@ func TestMaxSteps(t *testing.T) {
 	if err != nil || len(runs) != 3 {
 		t.Fatalf("runs = %d, %v", len(runs), err)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 func TestCancelMidStep(t *testing.T) {
@@ -530,7 +504,7 @@ func TestCancelMidStep(t *testing.T) {
 		t.Fatalf("turn = %s, %v; want cancelled", o.res.StopReason, o.err)
 	}
 	msgs := w.messages(conv)
-	checkTranscript(t, msgs, false)
+	agentcoretest.CheckTranscript(t, msgs, false)
 	if len(msgs) != 3 {
 		t.Fatalf("transcript has %d messages, want user, assistant, tool", len(msgs))
 	}
@@ -539,7 +513,7 @@ func TestCancelMidStep(t *testing.T) {
 	if res := turn(t, ag, conv, userInput("again"), nil); res.StopReason != agentcore.StopEndTurn {
 		t.Fatalf("turn after cancel ended %s (%s)", res.StopReason, res.Error)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 func TestCrashedToolCallSettledAsUnknown(t *testing.T) {
@@ -570,7 +544,7 @@ func TestCrashedToolCallSettledAsUnknown(t *testing.T) {
 	if r := toolResults(w.model.Requests()[0])["call_crash"]; !strings.HasPrefix(r, "Outcome unknown") {
 		t.Fatalf("tool result = %q", r)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 func TestLeaseBusy(t *testing.T) {
@@ -606,7 +580,7 @@ func TestLeaseBusy(t *testing.T) {
 	if res := turn(t, second, conv, userInput("now me"), nil); res.StopReason != agentcore.StopEndTurn {
 		t.Fatalf("second owner after release: %s", res.StopReason)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
 
 // textTool returns a fixed text.
@@ -682,7 +656,7 @@ func TestRepeatedToolCallIDRunsEachCall(t *testing.T) {
 		t.Fatal("the second call with a repeated id did not run")
 	}
 	msgs := w.messages(conv)
-	checkTranscript(t, msgs, false)
+	agentcoretest.CheckTranscript(t, msgs, false)
 	seen := map[string]bool{}
 	for _, m := range msgs {
 		for _, c := range m.ToolCalls {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/agentcore/agentcoretest"
 	"github.com/switchboard-gw/switchboard/agentcore/permission"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
@@ -209,5 +210,5 @@ func TestSchedulerResourceOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("tool results in order %q, want %q", got, want)
 	}
-	checkTranscript(t, w.messages(conv), false)
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/agentcore/agentcoretest"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 	"github.com/switchboard-gw/switchboard/store"
 )
@@ -158,28 +159,11 @@ func contentText(m fakemodel.Message) string {
 	return b.String()
 }
 
-// validTranscript checks the provider invariant: every tool call is
-// answered by exactly one tool message before the next user or assistant
-// message.
+// validTranscript checks the provider invariant on a transcript that may
+// end parked on approvals.
 func validTranscript(t *testing.T, msgs []agentcore.Message) {
 	t.Helper()
-	open := map[string]bool{}
-	for _, m := range msgs {
-		switch m.Role {
-		case agentcore.RoleAssistant, agentcore.RoleUser:
-			if len(open) > 0 {
-				t.Fatalf("message %d (%s) follows unanswered tool calls %v", m.Seq, m.Role, open)
-			}
-			for _, c := range m.ToolCalls {
-				open[c.ID] = true
-			}
-		case agentcore.RoleTool:
-			if !open[m.ToolCallID] {
-				t.Fatalf("tool result %d answers unknown or already answered call %s", m.Seq, m.ToolCallID)
-			}
-			delete(open, m.ToolCallID)
-		}
-	}
+	agentcoretest.CheckTranscript(t, msgs, true)
 }
 
 // eventually polls cond until it holds or the deadline passes.
