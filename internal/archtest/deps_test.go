@@ -124,3 +124,84 @@ func TestRulesCatchViolations(t *testing.T) {
 		}
 	}
 }
+
+// thirdParty lists the only outside modules a package may import directly
+// (DESIGN §3: leaves use the standard library plus their one dependency;
+// an adapter uses its platform's SDK). Packages not listed are free.
+var thirdParty = map[string][]string{
+	"config":                         {"github.com/pelletier/go-toml/v2"},
+	"memfs":                          {"github.com/go-git/go-git/v5", "golang.org/x/sys"},
+	"sandbox":                        {"golang.org/x/sys"},
+	"channels":                       {"github.com/yuin/goldmark"},
+	"channels/channelstest":          {},
+	"channels/telegram":              {"github.com/go-telegram/bot"},
+	"channels/telegram/telegramtest": {},
+	"channels/web":                   {},
+	"agentcore/permission":           {"mvdan.cc/sh/v3", "github.com/bmatcuk/doublestar/v4"},
+}
+
+// directImports returns each module package's direct non-test imports.
+func directImports(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", mod+"/...")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	imports := map[string][]string{}
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		imports[strings.TrimPrefix(p.ImportPath, mod+"/")] = p.Imports
+	}
+	return imports
+}
+
+// thirdPartyViolations reports the outside imports not allowed by rules.
+func thirdPartyViolations(imports map[string][]string, rules map[string][]string) []string {
+	var bad []string
+	for pkg, allowedMods := range rules {
+		for _, imp := range imports[pkg] {
+			first, _, _ := strings.Cut(imp, "/")
+			if !strings.Contains(first, ".") || strings.HasPrefix(imp, mod+"/") {
+				continue // standard library, or a project package (TestImportRules)
+			}
+			if !moduleAllowed(imp, allowedMods) {
+				bad = append(bad, pkg+" imports "+imp)
+			}
+		}
+	}
+	return bad
+}
+
+func moduleAllowed(imp string, mods []string) bool {
+	for _, m := range mods {
+		if imp == m || strings.HasPrefix(imp, m+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestThirdPartyImports(t *testing.T) {
+	imports := directImports(t)
+	for pkg := range thirdParty {
+		if _, ok := imports[pkg]; !ok {
+			t.Errorf("listed package %s does not exist", pkg)
+		}
+	}
+	for _, v := range thirdPartyViolations(imports, thirdParty) {
+		t.Errorf("%s; see thirdParty (DESIGN §3)", v)
+	}
+	// The check catches what it should.
+	if v := thirdPartyViolations(imports, map[string][]string{"channels": {}}); len(v) == 0 {
+		t.Error("channels importing goldmark was not reported with an empty allowance")
+	}
+}
