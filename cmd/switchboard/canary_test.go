@@ -38,11 +38,7 @@ func TestSecretCanaries(t *testing.T) {
 	}
 	e := newEnv(t, steps...)
 	e.extra = append(e.extra, "TELEGRAM_BOT_TOKEN="+tg, "MY_SERVICE_SECRET="+svc)
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(e.home, "switchboard.toml")
-	cfg := fmt.Sprintf(`[providers.default]
+	cfgPath := e.writeConfig(fmt.Sprintf(`[providers.default]
 base_url = %q
 api_key = %q
 model = "test-model"
@@ -51,10 +47,7 @@ model = "test-model"
 provider = "default"
 workspace = %q
 permission_mode = "standard"
-`, e.model.URL(), key, e.workspace)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, e.model.URL(), key, e.workspace))
 	secrets := fmt.Sprintf("telegram=%s\nservice=%s\nprovider=%s\n", tg, svc, key)
 	if err := os.WriteFile(filepath.Join(e.workspace, "secrets.txt"), []byte(secrets), 0o600); err != nil {
 		t.Fatal(err)

@@ -140,6 +140,20 @@ func (e *env) transcript() []agentcore.Message {
 	return msgs
 }
 
+// writeConfig writes the env's $SWITCHBOARD_HOME/switchboard.toml (0600)
+// and returns its path.
+func (e *env) writeConfig(body string) string {
+	e.t.Helper()
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	path := filepath.Join(e.home, "switchboard.toml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
 // toolMessages returns the tool-role messages of a recorded request.
 func toolMessages(req fakemodel.Request) []fakemodel.Message {
 	var out []fakemodel.Message

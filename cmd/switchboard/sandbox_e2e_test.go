@@ -40,11 +40,7 @@ func bashTimeoutStep(id, command string, timeoutMS int) fakemodel.Step {
 // confined (the control that shows the probes can succeed).
 func writeSandboxConfig(t *testing.T, e *env, key string) string {
 	t.Helper()
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(e.home, "switchboard.toml")
-	cfg := fmt.Sprintf(`[providers.default]
+	return e.writeConfig(fmt.Sprintf(`[providers.default]
 base_url = %q
 api_key = %q
 model = "test-model"
@@ -60,11 +56,7 @@ network = false
 provider = "default"
 workspace = %q
 permission_mode = "unrestricted"
-`, e.model.URL(), key, e.workspace, e.workspace)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, e.model.URL(), key, e.workspace, e.workspace))
 }
 
 // listen opens a TCP listener on 127.0.0.1 that counts connections.

@@ -185,9 +185,7 @@ func TestServeWithoutReachableModel(t *testing.T) {
 	e.writeServeConfig("")
 	cfg, _ := os.ReadFile(filepath.Join(e.home, "switchboard.toml"))
 	cfg = []byte(strings.Replace(string(cfg), e.model.URL(), "http://127.0.0.1:1/v1", 1))
-	if err := os.WriteFile(filepath.Join(e.home, "switchboard.toml"), cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeConfig(string(cfg))
 	p := e.startServe()
 	web := newWebClient(t, p.url())
 	chat := web.newChat()

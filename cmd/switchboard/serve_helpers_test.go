@@ -39,9 +39,7 @@ timeout = "12h"
 token = %q
 edit_interval = "50ms"
 %s`, e.model.URL(), webToken, extra)
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		e.t.Fatal(err)
-	}
+	e.writeConfig(cfg)
 	if err := os.WriteFile(filepath.Join(e.home, "switchboard.toml"), []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
