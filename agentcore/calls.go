@@ -209,20 +209,23 @@ type DiffPreviewer interface {
 
 // summarizeCall is a one-line description of a call for people.
 func summarizeCall(name string, args json.RawMessage) string {
-	var m map[string]any
-	_ = json.Unmarshal(args, &m)
-	pick := func(keys ...string) string {
-		for _, k := range keys {
-			if s, ok := m[k].(string); ok && s != "" {
-				return s
-			}
-		}
-		return ""
-	}
-	if s := pick("command", "file_path", "pattern", "query", "description"); s != "" {
+	if s := CallSubject(args); s != "" {
 		return name + ": " + clip(s, 300)
 	}
 	return name + " " + clip(string(args), 300)
+}
+
+// CallSubject is what a tool call acts on, for people: its command, file
+// path, pattern, query or description, whichever comes first; "" if none.
+func CallSubject(args json.RawMessage) string {
+	var m map[string]any
+	_ = json.Unmarshal(args, &m)
+	for _, k := range []string{"command", "file_path", "pattern", "query", "description"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 func clip(s string, n int) string {

@@ -400,18 +400,14 @@ func splitMarkdown(text string, caps channels.Capabilities) []string {
 }
 
 func toolTitle(name string, args json.RawMessage) string {
-	var m map[string]any
-	_ = json.Unmarshal(args, &m)
-	for _, k := range []string{"command", "file_path", "pattern", "query", "description"} {
-		if s, ok := m[k].(string); ok && s != "" {
-			s = strings.ReplaceAll(s, "\n", " ")
-			if r := []rune(s); len(r) > 80 {
-				s = string(r[:80]) + "…"
-			}
-			return name + " `" + strings.ReplaceAll(s, "`", "'") + "`"
-		}
+	s := strings.ReplaceAll(agentcore.CallSubject(args), "\n", " ")
+	if s == "" {
+		return name
 	}
-	return name
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
+	}
+	return name + " `" + strings.ReplaceAll(s, "`", "'") + "`"
 }
 
 func toolKind(name string) string {
