@@ -252,26 +252,40 @@ func (g *Gateway) process(ctx context.Context, w *worker, it Item) (busy bool, e
 // collect merges the messages waiting behind it into one input (queue
 // modes collect and steer).
 func (g *Gateway) collect(ctx context.Context, first Item, p messagePayload) (messagePayload, []Item) {
-	pending, err := g.opts.Store.Pending(ctx, first.ConversationID)
-	if err != nil {
-		return p, []Item{first}
-	}
 	items := []Item{first}
 	texts := []string{p.Text}
-	for _, it := range pending {
-		if it.ID == first.ID || it.Kind != ItemMessage {
-			continue
-		}
-		var q messagePayload
-		if json.Unmarshal(it.Payload, &q) != nil {
-			continue
-		}
-		items = append(items, it)
-		texts = append(texts, q.Text)
-		p.Attachments = append(p.Attachments, q.Attachments...)
+	for _, m := range g.laterMessages(ctx, first) {
+		items = append(items, m.item)
+		texts = append(texts, m.payload.Text)
+		p.Attachments = append(p.Attachments, m.payload.Attachments...)
 	}
 	p.Text = strings.Join(texts, "\n\n")
 	return p, items
+}
+
+type queuedMessage struct {
+	item    Item
+	payload messagePayload
+}
+
+// laterMessages returns the message items queued behind first, in order.
+func (g *Gateway) laterMessages(ctx context.Context, first Item) []queuedMessage {
+	pending, err := g.opts.Store.Pending(ctx, first.ConversationID)
+	if err != nil {
+		return nil
+	}
+	var out []queuedMessage
+	for _, it := range pending {
+		if it.ID <= first.ID || it.Kind != ItemMessage {
+			continue
+		}
+		var p messagePayload
+		if json.Unmarshal(it.Payload, &p) != nil {
+			continue
+		}
+		out = append(out, queuedMessage{it, p})
+	}
+	return out
 }
 
 // keepTyping shows "typing…" while a turn runs, where the platform has it
@@ -316,24 +330,14 @@ func (g *Gateway) steerer(first Item) (func(context.Context) []agentcore.Input, 
 	var mu sync.Mutex
 	taken := map[string]int64{} // message id → item id
 	steer := func(ctx context.Context) []agentcore.Input {
-		pending, err := g.opts.Store.Pending(ctx, first.ConversationID)
-		if err != nil {
-			return nil
-		}
+		later := g.laterMessages(ctx, first)
 		mu.Lock()
 		defer mu.Unlock()
 		var ins []agentcore.Input
-		for _, it := range pending {
-			if it.ID <= first.ID || it.Kind != ItemMessage {
-				continue
-			}
-			var p messagePayload
-			if json.Unmarshal(it.Payload, &p) != nil {
-				continue
-			}
-			in, _ := g.inputFor(it.AgentID, p)
-			in.MessageID = inputID(it)
-			taken[in.MessageID] = it.ID
+		for _, m := range later {
+			in, _ := g.inputFor(m.item.AgentID, m.payload)
+			in.MessageID = inputID(m.item)
+			taken[in.MessageID] = m.item.ID
 			ins = append(ins, in)
 		}
 		return ins
