@@ -14,6 +14,7 @@ const (
 	DefaultContextWindow   = 32768
 	DefaultMaxOutputTokens = 4096
 	DefaultMaxSteps        = 50
+	DefaultMaxTasks        = 4
 	DefaultListen          = "127.0.0.1:7700"
 	DefaultApprovalTimeout = 12 * time.Hour
 	DefaultEditInterval    = time.Second
@@ -112,6 +113,8 @@ type Agent struct {
 	Approvers       []string          // approvers: qualified ids like "telegram:4242"
 	ApprovalRoutes  []string          // approval_routes: qualified ids of extra places asks are posted
 	MaxSteps        int               // max_steps, default 50
+	MaxTasks        int               // max_tasks: running sub-agent tasks per agent, default 4
+	ACPClientTools  bool              // acp_client_tools: route Read/Write/Edit/Bash to an ACP client that offers them
 	SystemPrompt    string            // system_prompt: extra instructions appended to the preset
 }
 
@@ -126,33 +129,30 @@ type Approvals struct {
 	Timeout time.Duration // timeout, default 12h; an expired approval is denied
 }
 
-// Channels is the [channels] table.
+// Channels is the [channels] table. A channel is on when its table exists
+// (and enabled is not false); the web page is on unless disabled.
 type Channels struct {
 	Web      Web
-	Telegram *Telegram // nil when [channels.telegram] is absent
+	Telegram *Telegram // nil when [channels.telegram] is absent or disabled
+	Slack    *Slack    // nil when absent or disabled
+	Discord  *Discord  // nil when absent or disabled
+	API      *API      // nil when absent or disabled
 }
 
 // Web is the [channels.web] table: the local web page.
 type Web struct {
-	Enabled      bool          // enabled, default true
-	Token        string        // token; "" means a random token shown once at start
-	QueueMode    string        // queue_mode, default followup
-	EditInterval time.Duration // edit_interval, default 1s
+	Chat
+	Token string // token; "" means a random token shown once at start
 }
 
 // Telegram is the [channels.telegram] table.
 type Telegram struct {
-	Token          string        // token (required)
-	APIURL         string        // api_url, default https://api.telegram.org
-	Mode           string        // mode: polling (default) | webhook
-	WebhookURL     string        // webhook_url, required in webhook mode
-	WebhookSecret  string        // webhook_secret, required in webhook mode
-	Agent          string        // agent, default "main" (or the only agent)
-	AllowUsers     []string      // allow_users: numeric user ids
-	Admins         []string      // admins: numeric user ids
-	RequireMention bool          // require_mention, default true (in groups)
-	QueueMode      string        // queue_mode, default followup
-	EditInterval   time.Duration // edit_interval, default 1s
+	Chat
+	Token         string // token (required)
+	APIURL        string // api_url, default https://api.telegram.org
+	Mode          string // mode: polling (default) | webhook
+	WebhookURL    string // webhook_url, required in webhook mode
+	WebhookSecret string // webhook_secret, required in webhook mode
 }
 
 // Load reads the config file named by paths (none means zero config), then
@@ -225,6 +225,17 @@ func (c *Config) Secrets() []string {
 	out = append(out, c.Channels.Web.Token)
 	if t := c.Channels.Telegram; t != nil {
 		out = append(out, t.Token, t.WebhookSecret)
+	}
+	if s := c.Channels.Slack; s != nil {
+		out = append(out, s.AppToken, s.BotToken, s.SigningSecret)
+	}
+	if dc := c.Channels.Discord; dc != nil {
+		out = append(out, dc.Token)
+	}
+	if a := c.Channels.API; a != nil {
+		for _, t := range a.Tokens {
+			out = append(out, t.Token)
+		}
 	}
 	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
 	slices.Sort(out)

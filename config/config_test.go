@@ -71,12 +71,12 @@ var ignoreSecrets = cmpopts.IgnoreUnexported(Config{})
 func defaultAgent(dir string) Agent {
 	return Agent{
 		Name: "main", Provider: "default", Workspace: dir,
-		PermissionMode: "standard", Sandbox: "none", Network: true, MaxSteps: 50,
+		PermissionMode: "standard", Sandbox: "none", Network: true, MaxSteps: 50, MaxTasks: 4,
 	}
 }
 
 func defaultWeb() Web {
-	return Web{Enabled: true, QueueMode: "followup", EditInterval: time.Second}
+	return Web{Chat: Chat{Enabled: true, Agent: "main", RequireMention: true, QueueMode: "followup", EditInterval: time.Second}}
 }
 
 func TestParseValid(t *testing.T) {
@@ -135,8 +135,8 @@ func TestParseValid(t *testing.T) {
 			want: func(c *Config) {
 				c.Channels.Telegram = &Telegram{
 					Token: "4242:telegram-canary", APIURL: "https://api.telegram.org", Mode: "polling",
-					Agent: "main", AllowUsers: []string{"123456789"}, Admins: []string{"123456789"},
-					RequireMention: true, QueueMode: "followup", EditInterval: time.Second,
+					Chat: Chat{Enabled: true, Agent: "main", AllowUsers: []string{"123456789"}, Admins: []string{"123456789"},
+						RequireMention: true, QueueMode: "followup", EditInterval: time.Second},
 				}
 			},
 		},
@@ -204,16 +204,16 @@ edit_interval = "2s"
 					DisallowedTools: []string{"WebFetch"}, Sandbox: "bwrap", Network: false,
 					Env:       map[string]string{"GOFLAGS": "-mod=mod", "PRICE": "$5"},
 					Approvers: []string{"telegram:4242", "slack:U012ABCDEF"}, ApprovalRoutes: []string{"telegram:4242"},
-					MaxSteps: 7, SystemPrompt: "Be brief.",
+					MaxSteps: 7, MaxTasks: 4, SystemPrompt: "Be brief.",
 				}}
 				c.HTTP.Listen = ":9000"
 				c.Approvals.Timeout = 30 * time.Minute
-				c.Channels.Web = Web{Enabled: false, Token: "web-token", QueueMode: "collect", EditInterval: 500 * time.Millisecond}
+				c.Channels.Web = Web{Chat: Chat{Enabled: false, Agent: "coder", QueueMode: "collect", EditInterval: 500 * time.Millisecond, RequireMention: true}, Token: "web-token"}
 				c.Channels.Telegram = &Telegram{
 					Token: "123:abc", APIURL: "http://127.0.0.1:8081", Mode: "webhook",
 					WebhookURL: "https://example.com/telegram/webhook", WebhookSecret: "s3cr3t_-",
-					Agent: "coder", AllowUsers: []string{"123456789", "42"}, Admins: []string{},
-					RequireMention: false, QueueMode: "interrupt", EditInterval: 2 * time.Second,
+					Chat: Chat{Enabled: true, Agent: "coder", AllowUsers: []string{"123456789", "42"}, Admins: []string{},
+						RequireMention: false, QueueMode: "interrupt", EditInterval: 2 * time.Second},
 				}
 			},
 		},
@@ -358,7 +358,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative duration", "[channels.web]\nedit_interval = \"-1s\"\n",
 			[]string{`switchboard.toml:2: channels.web.edit_interval: "-1s" must be longer than zero`}},
 		{"telegram empty token", "[channels.telegram]\ntoken = \"${EMPTY}\"\n",
-			[]string{`switchboard.toml:2: channels.telegram.token: is empty: set it to the bot token from @BotFather`}},
+			[]string{`switchboard.toml:2: channels.telegram.token: is empty: set token = "${TELEGRAM_BOT_TOKEN}"`}},
 		{"telegram missing token", "\n[channels.telegram]\nmode = \"polling\"\n",
 			[]string{`switchboard.toml:2: channels.telegram.token: is missing`}},
 		{"telegram webhook without url and secret", "[channels.telegram]\ntoken = \"1:a\"\nmode = \"webhook\"\n",

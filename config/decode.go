@@ -479,3 +479,11 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// skipRest marks every key of the table known: a disabled channel's other
+// keys are neither checked nor reported.
+func (t *table) skipRest() {
+	for k := range t.m {
+		t.known[k] = true
+	}
+}

@@ -169,6 +169,7 @@ func (d *decoder) agents(root *table, cfg *Config, base string) {
 			Sandbox:        SandboxNone,
 			Network:        true,
 			MaxSteps:       DefaultMaxSteps,
+			MaxTasks:       DefaultMaxTasks,
 		}
 		return
 	}
@@ -215,6 +216,8 @@ func (d *decoder) agent(t *table, name string, cfg *Config, base string) Agent {
 	a.Approvers = t.strings("approvers", false, d.checkQualifiedID)
 	a.ApprovalRoutes = t.strings("approval_routes", false, d.checkQualifiedID)
 	a.MaxSteps = t.positiveInt("max_steps", DefaultMaxSteps)
+	a.MaxTasks = t.positiveInt("max_tasks", DefaultMaxTasks)
+	a.ACPClientTools = t.boolean("acp_client_tools", false)
 	a.SystemPrompt, _ = t.str("system_prompt")
 	return a
 }
@@ -361,27 +364,3 @@ func (d *decoder) approvals(root *table, cfg *Config) {
 	t.done()
 }
 
-func (d *decoder) channels(root *table, cfg *Config) {
-	cfg.Channels.Web = Web{Enabled: true, QueueMode: QueueFollowup, EditInterval: DefaultEditInterval}
-	ct := root.sub("channels")
-	if ct == nil {
-		return
-	}
-	if t := ct.sub("web"); t != nil {
-		w := &cfg.Channels.Web
-		w.Enabled = t.boolean("enabled", true)
-		w.Token, _ = t.str("token")
-		w.QueueMode = t.queueMode()
-		w.EditInterval = t.duration("edit_interval", DefaultEditInterval)
-		t.done()
-	}
-	if t := ct.sub("telegram"); t != nil {
-		cfg.Channels.Telegram = d.telegram(t, cfg)
-		t.done()
-	}
-	ct.done()
-}
-
-func (t *table) queueMode() string {
-	return t.enum("queue_mode", QueueFollowup, QueueFollowup, QueueCollect, QueueSteer, QueueInterrupt)
-}

@@ -45,6 +45,8 @@ type outAgent struct {
 	Approvers       []string          `toml:"approvers"`
 	ApprovalRoutes  []string          `toml:"approval_routes"`
 	MaxSteps        int               `toml:"max_steps"`
+	MaxTasks        int               `toml:"max_tasks"`
+	ACPClientTools  bool              `toml:"acp_client_tools"`
 	SystemPrompt    string            `toml:"system_prompt"`
 	Env             map[string]string `toml:"env,omitempty"`
 }
@@ -60,27 +62,68 @@ type outApprovals struct {
 type outChannels struct {
 	Web      outWeb       `toml:"web"`
 	Telegram *outTelegram `toml:"telegram,omitempty"`
+	Slack    *outSlack    `toml:"slack,omitempty"`
+	Discord  *outDiscord  `toml:"discord,omitempty"`
+	API      *outAPI      `toml:"api,omitempty"`
+}
+
+// outChat is the common chat-channel keys.
+type outChat struct {
+	Enabled         bool     `toml:"enabled"`
+	Agent           string   `toml:"agent"`
+	AllowUsers      []string `toml:"allow_users"`
+	Admins          []string `toml:"admins"`
+	RequireMention  bool     `toml:"require_mention"`
+	QueueMode       string   `toml:"queue_mode"`
+	EditInterval    string   `toml:"edit_interval"`
+	AllowedChannels []string `toml:"allowed_channels,omitempty"`
 }
 
 type outWeb struct {
-	Enabled      bool   `toml:"enabled"`
-	Token        string `toml:"token"`
-	QueueMode    string `toml:"queue_mode"`
-	EditInterval string `toml:"edit_interval"`
+	outChat
+	Token string `toml:"token"`
 }
 
 type outTelegram struct {
-	Token          string   `toml:"token"`
-	APIURL         string   `toml:"api_url"`
-	Mode           string   `toml:"mode"`
-	WebhookURL     string   `toml:"webhook_url"`
-	WebhookSecret  string   `toml:"webhook_secret"`
-	Agent          string   `toml:"agent"`
-	AllowUsers     []string `toml:"allow_users"`
-	Admins         []string `toml:"admins"`
-	RequireMention bool     `toml:"require_mention"`
-	QueueMode      string   `toml:"queue_mode"`
-	EditInterval   string   `toml:"edit_interval"`
+	outChat
+	Token         string `toml:"token"`
+	APIURL        string `toml:"api_url"`
+	Mode          string `toml:"mode"`
+	WebhookURL    string `toml:"webhook_url"`
+	WebhookSecret string `toml:"webhook_secret"`
+}
+
+type outSlack struct {
+	outChat
+	Mode          string `toml:"mode"`
+	AppToken      string `toml:"app_token"`
+	BotToken      string `toml:"bot_token"`
+	SigningSecret string `toml:"signing_secret"`
+	APIURL        string `toml:"api_url"`
+}
+
+type outDiscord struct {
+	outChat
+	Token         string   `toml:"token"`
+	ApplicationID string   `toml:"application_id"`
+	APIURL        string   `toml:"api_url"`
+	AutoThread    bool     `toml:"auto_thread"`
+	AllowBots     bool     `toml:"allow_bots"`
+	AllowRoles    []string `toml:"allow_roles"`
+	AdminRoles    []string `toml:"admin_roles"`
+	Guilds        []string `toml:"guilds"`
+}
+
+type outAPI struct {
+	Agent     string        `toml:"agent"`
+	QueueMode string        `toml:"queue_mode"`
+	Tokens    []outAPIToken `toml:"tokens"`
+}
+
+type outAPIToken struct {
+	Name  string `toml:"name"`
+	Token string `toml:"token"`
+	Admin bool   `toml:"admin"`
 }
 
 // WriteMasked prints the resolved config as TOML (defaults filled in, ${VAR}
@@ -117,13 +160,20 @@ func (c *Config) WriteMasked(w io.Writer) error {
 		Agents:    map[string]outAgent{},
 		HTTP:      outHTTP{Listen: mask(c.HTTP.Listen)},
 		Approvals: outApprovals{Timeout: formatDuration(c.Approvals.Timeout)},
-		Channels: outChannels{Web: outWeb{
-			Enabled:      c.Channels.Web.Enabled,
-			Token:        secret(c.Channels.Web.Token),
-			QueueMode:    c.Channels.Web.QueueMode,
-			EditInterval: formatDuration(c.Channels.Web.EditInterval),
-		}},
 	}
+	chat := func(ch Chat) outChat {
+		return outChat{
+			Enabled:         ch.Enabled,
+			Agent:           ch.Agent,
+			AllowUsers:      maskAll(ch.AllowUsers),
+			Admins:          maskAll(ch.Admins),
+			RequireMention:  ch.RequireMention,
+			QueueMode:       ch.QueueMode,
+			EditInterval:    formatDuration(ch.EditInterval),
+			AllowedChannels: maskAll(ch.AllowedChannels),
+		}
+	}
+	f.Channels.Web = outWeb{outChat: chat(c.Channels.Web.Chat), Token: secret(c.Channels.Web.Token)}
 	for name, p := range c.Providers {
 		f.Providers[name] = outProvider{
 			BaseURL:         mask(p.BaseURL),
@@ -157,24 +207,51 @@ func (c *Config) WriteMasked(w io.Writer) error {
 			Approvers:       maskAll(a.Approvers),
 			ApprovalRoutes:  maskAll(a.ApprovalRoutes),
 			MaxSteps:        a.MaxSteps,
+			MaxTasks:        a.MaxTasks,
+			ACPClientTools:  a.ACPClientTools,
 			SystemPrompt:    mask(a.SystemPrompt),
 			Env:             env,
 		}
 	}
 	if t := c.Channels.Telegram; t != nil {
 		f.Channels.Telegram = &outTelegram{
-			Token:          secret(t.Token),
-			APIURL:         mask(t.APIURL),
-			Mode:           t.Mode,
-			WebhookURL:     mask(t.WebhookURL),
-			WebhookSecret:  secret(t.WebhookSecret),
-			Agent:          t.Agent,
-			AllowUsers:     maskAll(t.AllowUsers),
-			Admins:         maskAll(t.Admins),
-			RequireMention: t.RequireMention,
-			QueueMode:      t.QueueMode,
-			EditInterval:   formatDuration(t.EditInterval),
+			outChat:       chat(t.Chat),
+			Token:         secret(t.Token),
+			APIURL:        mask(t.APIURL),
+			Mode:          t.Mode,
+			WebhookURL:    mask(t.WebhookURL),
+			WebhookSecret: secret(t.WebhookSecret),
 		}
+	}
+	if sl := c.Channels.Slack; sl != nil {
+		f.Channels.Slack = &outSlack{
+			outChat:       chat(sl.Chat),
+			Mode:          sl.Mode,
+			AppToken:      secret(sl.AppToken),
+			BotToken:      secret(sl.BotToken),
+			SigningSecret: secret(sl.SigningSecret),
+			APIURL:        mask(sl.APIURL),
+		}
+	}
+	if dc := c.Channels.Discord; dc != nil {
+		f.Channels.Discord = &outDiscord{
+			outChat:       chat(dc.Chat),
+			Token:         secret(dc.Token),
+			ApplicationID: dc.ApplicationID,
+			APIURL:        mask(dc.APIURL),
+			AutoThread:    dc.AutoThread,
+			AllowBots:     dc.AllowBots,
+			AllowRoles:    maskAll(dc.AllowRoles),
+			AdminRoles:    maskAll(dc.AdminRoles),
+			Guilds:        maskAll(dc.Guilds),
+		}
+	}
+	if a := c.Channels.API; a != nil {
+		oa := &outAPI{Agent: a.Agent, QueueMode: a.QueueMode}
+		for _, t := range a.Tokens {
+			oa.Tokens = append(oa.Tokens, outAPIToken{Name: t.Name, Token: secret(t.Token), Admin: t.Admin})
+		}
+		f.Channels.API = oa
 	}
 
 	source := c.File
