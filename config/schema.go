@@ -363,4 +363,3 @@ func (d *decoder) approvals(root *table, cfg *Config) {
 	cfg.Approvals.Timeout = t.duration("timeout", DefaultApprovalTimeout)
 	t.done()
 }
-
