@@ -176,13 +176,20 @@ type Capabilities struct {
 	// MaxMessageLen is the longest message in the Dialect's measure (see
 	// Chunk); 0 means no limit.
 	MaxMessageLen int
-	// Edit: messages can be edited (streaming by edits). Buttons: inline
-	// buttons with callbacks. Threads: replies can go to threads or topics.
-	// Typing: a typing indicator (Typer). Ephemeral: messages only one user
-	// sees (EphemeralSender). Upload: attachments can be uploaded.
-	// RichParts: the surface shows reasoning, tool activity and plans as
-	// their own elements (web, ACP) instead of RenderMessage's text lines.
-	Edit, Buttons, Threads, Typing, Ephemeral, Upload, RichParts bool
+	// Edit: messages can be edited (the gateway streams a turn by editing
+	// its message; without it only the final message is sent). Buttons:
+	// inline buttons with callbacks (without them an approval says how to
+	// answer with /approve and /deny). Typing: a typing indicator (Typer),
+	// renewed every TypingEvery while a turn runs. Ephemeral: messages only
+	// one user sees (EphemeralSender), used for refusals. Upload: files can
+	// be sent (without it the gateway names the file instead). RichParts:
+	// the surface shows reasoning, tool output and plans as their own
+	// elements (web, ACP), so the gateway includes Reasoning parts and
+	// ToolActivity.Output for it.
+	Edit, Buttons, Typing, Ephemeral, Upload, RichParts bool
+	// TypingEvery is how long one Typing call lasts on the platform
+	// (Telegram: about 5 s, so 4 s); 0 means one call per turn.
+	TypingEvery time.Duration
 	// Dialect is the markup the surface's text uses.
 	Dialect Dialect
 }

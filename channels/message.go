@@ -15,9 +15,14 @@ const MaxTokenLen = 64
 // each part to their own element.
 type Message struct {
 	Parts []Part
-	// ReplyTo, when set, is the platform id of a message this one answers;
-	// surfaces that thread replies (Telegram) attach it to the first send.
+	// ReplyTo, when set, is the platform id of a message this one answers
+	// (Inbound.MessageID of the input, passed back unchanged: an adapter may
+	// put any handle there, e.g. a Discord interaction); surfaces that thread
+	// replies attach it to the first send.
 	ReplyTo string
+	// Turn, when set, is the id of the turn whose final message this is, so
+	// a LiveSurface can tell it from what it already showed live.
+	Turn string
 }
 
 // Part is one piece of a Message. The set of parts is closed: Text,
@@ -38,11 +43,22 @@ type Reasoning struct {
 
 // Tool activity statuses.
 const (
-	StatusPending = "pending"
+	StatusPending = "pending" // waiting for a person's decision
 	StatusRunning = "running"
 	StatusDone    = "done"
 	StatusError   = "error"
 	StatusDenied  = "denied"
+	StatusUnknown = "unknown" // it was running when the process stopped; it may have run
+)
+
+// Tool call outcomes (ToolActivity.Outcome): how a finished call went, as the
+// agent core reports it (never parsed from tool text).
+const (
+	OutcomeOK           = "ok"            // it ran and succeeded
+	OutcomeError        = "error"         // it ran (or tried to) and failed
+	OutcomeDeniedPolicy = "denied_policy" // the permission policy refused it
+	OutcomeDeniedPerson = "denied_person" // a person denied it (or the ask expired)
+	OutcomeUnknown      = "unknown"       // interrupted by a crash: it may have run
 )
 
 // ToolActivity is one tool call and how it went.
@@ -50,11 +66,34 @@ type ToolActivity struct {
 	ID string // the tool call id; stable across updates of one call
 	// Title is a one-line Markdown summary, e.g. "Bash `go test ./...`".
 	Title string
-	Kind  string // what the tool does: read, edit, execute, search, fetch, other
+	// Kind is what the tool does, as the tool itself says: read, edit,
+	// delete, move, search, execute, think, fetch, other (ACP's kinds).
+	Kind string
 	// Status is one of StatusPending, StatusRunning, StatusDone, StatusError,
-	// StatusDenied.
+	// StatusDenied, StatusUnknown.
 	Status string
-	Diff   string // optional unified diff of an edit
+	// Outcome is set once the call finished (Outcome* constants).
+	Outcome string
+	Diff    string   // optional unified diff of an edit
+	Paths   []string // files the call touches, when known (rich surfaces link them)
+	// Output is the start of the call's result, for rich surfaces (chat
+	// surfaces show only the line); clipped by the gateway.
+	Output string
+}
+
+// StatusOf maps an outcome to the status chat surfaces show.
+func StatusOf(outcome string) string {
+	switch outcome {
+	case OutcomeOK:
+		return StatusDone
+	case OutcomeDeniedPolicy, OutcomeDeniedPerson:
+		return StatusDenied
+	case OutcomeUnknown:
+		return StatusUnknown
+	case "":
+		return StatusRunning
+	}
+	return StatusError
 }
 
 // Plan item statuses.

@@ -62,6 +62,8 @@ func statusWord(status string) string {
 		return "failed"
 	case StatusDenied:
 		return "denied"
+	case StatusUnknown:
+		return "interrupted (may have run)"
 	}
 	return EscapeMarkdown(oneLine(status))
 }

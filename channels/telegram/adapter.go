@@ -177,7 +177,7 @@ func (a *Adapter) Capabilities() channels.Capabilities {
 		MaxMessageLen: 4096,
 		Edit:          true,
 		Buttons:       true,
-		Threads:       true,
+		TypingEvery:   4 * time.Second,
 		Typing:        true,
 		Upload:        true,
 		Dialect:       channels.TelegramHTML,

@@ -1,0 +1,121 @@
+package channelstest
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/channels"
+)
+
+// DirectLocation implements channels.DirectMessenger: the fake's DM with a
+// user is the chat "dm-<user>".
+func (a *Adapter) DirectLocation(ctx context.Context, userID string) (channels.Location, error) {
+	return channels.Location{Channel: a.name, ChatID: "dm-" + userID}, nil
+}
+
+// FakePlatform is the conformance Platform of the fake Adapter: a platform
+// that redelivers an event until OnInbound accepts it.
+type FakePlatform struct {
+	A *Adapter
+
+	mu    sync.Mutex
+	acked map[string]bool
+	next  atomic.Int64
+	wg    sync.WaitGroup
+}
+
+// NewFakePlatform returns the platform behind a.
+func NewFakePlatform(a *Adapter) *FakePlatform {
+	return &FakePlatform{A: a, acked: map[string]bool{}}
+}
+
+// Chat implements Platform.
+func (p *FakePlatform) Chat() channels.Location {
+	return channels.Location{Channel: p.A.Name(), ChatID: "group-1"}
+}
+
+// Users implements Platform.
+func (p *FakePlatform) Users() (string, string) { return "u1", "u2" }
+
+// Deliver implements Platform: the event is handed to the adapter's handler
+// until it returns nil.
+func (p *FakePlatform) Deliver(ctx context.Context, loc channels.Location, user, text string) (string, error) {
+	id := "ev" + strconv.FormatInt(p.next.Add(1), 10)
+	in := channels.Inbound{EventID: id, Location: loc, User: channels.User{ID: user}, Text: text, Mentioned: true, MessageID: id, At: time.Now()}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for ctx.Err() == nil {
+			if err := p.A.Inbound(ctx, in); err == nil {
+				p.mu.Lock()
+				p.acked[id] = true
+				p.mu.Unlock()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Millisecond): // the platform's redelivery delay
+			}
+		}
+	}()
+	return id, nil
+}
+
+// AcksEvents implements Platform.
+func (p *FakePlatform) AcksEvents() bool { return true }
+
+// Acked implements Platform.
+func (p *FakePlatform) Acked(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked[id]
+}
+
+// Shown implements Platform.
+func (p *FakePlatform) Shown(loc channels.Location) []Shown {
+	var out []Shown
+	caps := p.A.Capabilities()
+	for _, m := range p.A.Posted(loc) {
+		if m.Deleted {
+			continue
+		}
+		sh := Shown{ID: m.Ref.ID, Text: strings.Join(channels.RenderMessage(m.Message, caps), "\n")}
+		for _, row := range m.Message.ButtonRows() {
+			for _, b := range row {
+				sh.Tokens = append(sh.Tokens, b.Token)
+			}
+		}
+		out = append(out, sh)
+	}
+	return out
+}
+
+// Press implements Platform.
+func (p *FakePlatform) Press(ctx context.Context, loc channels.Location, msgID, token, user string) (string, error) {
+	r, err := p.A.Press(ctx, channels.Action{EventID: "press-" + strconv.FormatInt(p.next.Add(1), 10), Location: loc,
+		User: channels.User{ID: user}, Token: token, Message: channels.MessageRef{Location: loc, ID: msgID}})
+	return r.Text, err
+}
+
+// FailNext implements Platform.
+func (p *FakePlatform) FailNext(retryAfter time.Duration) {
+	if retryAfter < 0 {
+		p.A.FailSends(1, channels.Permanent(errNotFound))
+		return
+	}
+	p.A.FailSends(1, &channels.RateLimitError{RetryAfter: retryAfter})
+}
+
+// Wait waits for the platform's delivery goroutines (after their context
+// ended).
+func (p *FakePlatform) Wait() { p.wg.Wait() }
+
+type fakeError string
+
+func (e fakeError) Error() string { return string(e) }
+
+const errNotFound = fakeError("fake platform: chat not found")
