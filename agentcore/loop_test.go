@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -665,5 +666,45 @@ func TestRepeatedToolCallIDRunsEachCall(t *testing.T) {
 			}
 			seen[c.ID] = true
 		}
+	}
+}
+
+// A resume that died after the decided calls' results were appended but
+// before the next model call (here: the call fails) is retried and
+// continues with that model call, so the answer still comes (issue 10).
+func TestResumeAfterResultsContinues(t *testing.T) {
+	for _, decision := range []agentcore.ApprovalState{agentcore.ApprovalAllowed, agentcore.ApprovalDenied} {
+		t.Run(string(decision), func(t *testing.T) {
+			w := newWorld(t)
+			ag := w.agent(agentOpts{})
+			conv := w.conversation(ag)
+			ap := park(t, w, ag, conv, "call_1")
+			if _, ok, err := ag.Decide(context.Background(), ap.ID, agentcore.Decision{State: decision, By: "telegram:4242"}); !ok || err != nil {
+				t.Fatalf("decide: %v %v", ok, err)
+			}
+			w.model.Push(fakemodel.Step{Status: http.StatusServiceUnavailable, RetryAfter: "0"})
+			res := turn(t, ag, conv, resume, nil)
+			if res.StopReason != agentcore.StopError {
+				t.Fatalf("first resume ended %s, want error from the model", res.StopReason)
+			}
+			msgs := w.messages(conv)
+			if last := msgs[len(msgs)-1]; last.Role != agentcore.RoleTool {
+				t.Fatalf("transcript ends with %s, want the tool result", last.Role)
+			}
+			before := len(w.model.Requests())
+			w.model.Push(fakemodel.Step{Text: "answer after restart"})
+			res = turn(t, ag, conv, resume, nil)
+			if res.StopReason != agentcore.StopEndTurn || res.Text != "answer after restart" {
+				t.Fatalf("retried resume ended %s %q (%s); want the model's answer", res.StopReason, res.Text, res.Error)
+			}
+			if n := len(w.model.Requests()) - before; n != 1 {
+				t.Fatalf("retried resume made %d model calls, want 1", n)
+			}
+			agentcoretest.CheckTranscript(t, w.messages(conv), false)
+			// Done: one more resume finds nothing to do.
+			if res := turn(t, ag, conv, resume, nil); res.StopReason != agentcore.StopEndTurn || len(w.model.Requests())-before != 1 {
+				t.Fatalf("idle resume ended %s after %d calls", res.StopReason, len(w.model.Requests())-before)
+			}
+		})
 	}
 }

@@ -206,12 +206,15 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			return res, nil
 		}
 	} else if t.in.Kind == InputResume || replay {
-		if replay {
+		if replay || endsWithToolResults(view) {
+			// The decided calls already have results (an earlier attempt
+			// of this resume, or of this input, died before the next model
+			// call): continue with that call, so the answer still comes.
 			return t.loop(ctx)
 		}
 		// Nothing waits for a decision any more (another process resumed
-		// it, or the approvals were settled by a new message).
-		return TurnResult{StopReason: StopEndTurn}, nil
+		// and finished it, or the approvals were settled by a new message).
+		return TurnResult{StopReason: StopEndTurn, Text: lastAssistantText(view)}, nil
 	}
 
 	if t.in.Kind != InputResume && !replay {
@@ -525,6 +528,21 @@ func (t *turn) loadView(ctx context.Context) ([]Message, error) {
 	}
 	t.view, t.viewOK = v, true
 	return v, nil
+}
+
+// endsWithToolResults reports whether the view ends with tool results that
+// no model call has seen yet.
+func endsWithToolResults(view []Message) bool {
+	return len(view) > 0 && view[len(view)-1].Role == RoleTool
+}
+
+// lastAssistantText is the text of the view's last assistant message, if it
+// ends the view.
+func lastAssistantText(view []Message) string {
+	if len(view) > 0 && view[len(view)-1].Role == RoleAssistant {
+		return view[len(view)-1].Text()
+	}
+	return ""
 }
 
 func hasMessage(view []Message, id string) bool {
