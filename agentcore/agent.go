@@ -46,6 +46,9 @@ type Config struct {
 	ApprovalTimeout time.Duration // default 12h
 	ClampChars      int           // tool output clamp, default 30,000 (and at most a quarter of the window)
 	LeaseTTL        time.Duration // default 10s
+	// FixedMode: Policy.Mode was chosen for this process (a command-line
+	// flag) and a stored /mode does not replace it.
+	FixedMode bool
 }
 
 // Deps are the collaborators of an Agent.

@@ -34,7 +34,18 @@ type callPlan struct {
 	approved bool   // a person approved it: no new ask at execution time
 	checked  bool   // classified allow just now: no re-check needed
 	result   Result // when !run
+	outcome  string // when !run: why it did not run (Outcome constants)
 }
+
+// Tool call outcomes, on tool messages and tool_result events: how a call
+// went, so hosts never parse result text.
+const (
+	OutcomeOK           = "ok"
+	OutcomeError        = "error"
+	OutcomeDeniedPolicy = "denied_policy"
+	OutcomeDeniedPerson = "denied_person"
+	OutcomeUnknown      = "unknown"
+)
 
 // resolveCalls decides every open call of a step: settled, executed,
 // denied or parked on an approval. With settleAsks (a new message arrived)
@@ -67,7 +78,7 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 		ap, hasApproval := approvals[c.ID]
 		switch {
 		case started[c.ID]:
-			p.result = ErrorResult(outcomeUnknown)
+			p.result, p.outcome = ErrorResult(outcomeUnknown), OutcomeUnknown
 		case hasApproval:
 			if ap.State == ApprovalPending && (settleAsks || now.After(ap.Expires)) {
 				d := Decision{State: ApprovalDenied, Reason: deniedNewMessage, By: "switchboard", At: now}
@@ -86,12 +97,12 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 			case ApprovalAllowed, ApprovalAlways:
 				p.run, p.approved = true, true
 			default:
-				p.result = deniedResult(ap)
+				p.result, p.outcome = deniedResult(ap), OutcomeDeniedPerson
 			}
 		case !known:
-			p.result = t.a.deps.Tools.unknownTool(c.Name)
+			p.result, p.outcome = t.a.deps.Tools.unknownTool(c.Name), OutcomeError
 		case p.args == nil:
-			p.result = ErrorResult("Invalid arguments: not a JSON object (%q). Send a JSON object matching the %s tool's schema.", clip(c.Arguments, 200), c.Name)
+			p.result, p.outcome = ErrorResult("Invalid arguments: not a JSON object (%q). Send a JSON object matching the %s tool's schema.", clip(c.Arguments, 200), c.Name), OutcomeError
 		default:
 			if pol == nil {
 				pol = t.policy(ctx)
@@ -101,13 +112,13 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 			case permission.Allow:
 				p.run, p.checked = true, true
 			case permission.Deny:
-				p.result = ErrorResult("Permission denied: %s", dec.Reason)
+				p.result, p.outcome = ErrorResult("Permission denied: %s", dec.Reason), OutcomeDeniedPolicy
 			default:
 				switch {
 				case settleAsks:
-					p.result = ErrorResult("Not run: it needed approval, and %s.", deniedNewMessage)
+					p.result, p.outcome = ErrorResult("Not run: it needed approval, and %s.", deniedNewMessage), OutcomeDeniedPerson
 				case t.in.DenyAsks != "":
-					p.result = ErrorResult("Permission denied: this call needs approval (%s), but %s.", dec.Reason, t.in.DenyAsks)
+					p.result, p.outcome = ErrorResult("Permission denied: this call needs approval (%s), but %s.", dec.Reason, t.in.DenyAsks), OutcomeDeniedPolicy
 				default:
 					asks = append(asks, t.newApproval(c, p.args, dec, now))
 				}
@@ -186,6 +197,7 @@ func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Resu
 		Rule:           dec.Suggest,
 		Workdir:        t.a.deps.Env.Workspace,
 		Requester:      t.in.Requester,
+		Location:       t.in.Location,
 		Approvers:      t.a.cfg.Approvers,
 		State:          ApprovalPending,
 		Created:        now,
@@ -261,7 +273,7 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 		dec := classify(pol, p.call)
 		if dec.Decision == permission.Deny {
 			p.run = false
-			p.result = ErrorResult("Permission denied at execution time: %s", dec.Reason)
+			p.result, p.outcome = ErrorResult("Permission denied at execution time: %s", dec.Reason), OutcomeDeniedPolicy
 		}
 	}
 	var batch []int
@@ -327,11 +339,20 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 			}
 			content = out + note
 		}
+		outcome := p.outcome
+		switch {
+		case outcome != "":
+		case r.IsError:
+			outcome = OutcomeError
+		default:
+			outcome = OutcomeOK
+		}
 		msgs = append(msgs, Message{
 			Role:       RoleTool,
 			ToolCallID: p.call.ID,
 			ToolName:   p.call.Name,
 			IsError:    r.IsError,
+			Outcome:    outcome,
 			Parts:      []Part{{Type: PartText, Text: content}},
 			RunID:      asst.RunID,
 		})
@@ -345,7 +366,7 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 		return err
 	}
 	for i, m := range stored {
-		ev := Event{Type: EventToolResult, RunID: asst.RunID, UUID: m.ID, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: m.Parts[0].Text, IsError: m.IsError}
+		ev := Event{Type: EventToolResult, RunID: asst.RunID, UUID: m.ID, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: m.Parts[0].Text, IsError: m.IsError, Outcome: m.Outcome}
 		ev.Attachments = plans[i].result.Attachments
 		t.em.emit(ev)
 		if len(plans[i].result.Todos) > 0 {

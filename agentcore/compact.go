@@ -69,7 +69,7 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 	}
 	defer release()
 	t := &turn{
-		a:    a.forConversation(conv.ID),
+		a:    a.forConversation(ctx, conv.ID),
 		conv: conv,
 		id:   "compact-" + randomID(8),
 		em:   newEmitter(Discard, a.deps.Env.Redactor.Redact, a.cfg.ID, conv.ID),
@@ -100,7 +100,10 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 
 // forConversation returns a copy of the agent whose tool environment names
 // the conversation (the Recall tool searches it).
-func (a *Agent) forConversation(convID string) *Agent {
+func (a *Agent) forConversation(ctx context.Context, convID string) *Agent {
+	// A failed read keeps the settings last read (they are a preference,
+	// not an invariant); the turn still runs.
+	_ = a.LoadSettings(ctx)
 	c := *a
 	c.cfg = a.Config() // with /mode and /model overrides, fixed for this turn
 	c.deps.Env.ConversationID = convID

@@ -41,6 +41,11 @@ type Event struct {
 	ToolName       string          `json:"toolName,omitempty"`
 	Arguments      json.RawMessage `json:"arguments,omitempty"`
 	IsError        bool            `json:"isError,omitempty"`
+	// Outcome (tool_result): ok, error, denied_policy, denied_person or
+	// unknown. Title and Kind (tool_call): how the tool describes the call.
+	Outcome string `json:"outcome,omitempty"`
+	Title   string `json:"title,omitempty"`
+	Kind    string `json:"kind,omitempty"`
 	Approval       *Approval       `json:"approval,omitempty"`
 	Todos          []Todo          `json:"todos,omitempty"`
 	Attachments    []string        `json:"attachments,omitempty"`
@@ -94,6 +99,7 @@ func (em *emitter) emit(e Event) {
 	e.ConversationID = em.convID
 	if em.redact != nil {
 		e.Text = em.redact(e.Text)
+		e.Title = em.redact(e.Title)
 		if len(e.Arguments) > 0 {
 			e.Arguments = json.RawMessage(em.redact(string(e.Arguments)))
 		}

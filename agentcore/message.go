@@ -61,7 +61,10 @@ type Message struct {
 	ToolCallID string    `json:"toolCallId,omitempty"`
 	ToolName   string    `json:"toolName,omitempty"`
 	IsError    bool      `json:"isError,omitempty"`
-	RunID      string    `json:"runId,omitempty"`
+	// Outcome says how a tool call went (RoleTool): ok, error,
+	// denied_policy, denied_person or unknown (see the Outcome constants).
+	Outcome string `json:"outcome,omitempty"`
+	RunID   string `json:"runId,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
 }
 

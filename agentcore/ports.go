@@ -64,6 +64,9 @@ type Approval struct {
 	Workdir        string        `json:"workdir,omitempty"`
 	Diff           string        `json:"diff,omitempty"`
 	Requester      string        `json:"requester,omitempty"` // qualified id of who started the turn
+	// Location is where the turn that asked came from (opaque to the agent
+	// core: the host's location key), so a decision resumes it there.
+	Location string `json:"location,omitempty"`
 	Approvers      []string      `json:"approvers,omitempty"` // qualified ids; empty: requester and admins
 	State          ApprovalState `json:"state"`
 	DecisionReason string        `json:"decisionReason,omitempty"`
@@ -162,6 +165,16 @@ type Leases interface {
 	ReleaseLease(ctx context.Context, conversationID, owner string) error
 }
 
+// Settings stores small durable run-time settings by scope and key (an
+// agent's /mode and /model: scope "agent:<id>"). The gateway keeps its own
+// settings (a location's /queue mode) in the same store under other scopes.
+type Settings interface {
+	// Settings returns every key of a scope (an empty map when none).
+	Settings(ctx context.Context, scope string) (map[string]string, error)
+	// SetSetting stores a value; "" deletes the key.
+	SetSetting(ctx context.Context, scope, key, value string) error
+}
+
 // Store is every storage port the agent core needs.
 type Store interface {
 	Transcript
@@ -169,4 +182,5 @@ type Store interface {
 	ToolLedger
 	Approvals
 	Leases
+	Settings
 }

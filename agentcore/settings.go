@@ -9,20 +9,34 @@ import (
 	"github.com/switchboard-gw/switchboard/agentcore/permission"
 )
 
+// Setting keys of an agent's durable run-time settings (scope "agent:<id>").
+const (
+	SettingMode  = "mode"
+	SettingModel = "model"
+)
+
 // overrides are run-time changes to an agent's settings (/mode, /model).
-// They are shared by every copy of an Agent and apply from the next turn.
+// They live in the store (so they survive restarts and every process sharing
+// the data directory sees them); this is the copy read at the start of the
+// latest turn, shared by every copy of an Agent.
 type overrides struct {
 	mu    sync.Mutex
 	mode  permission.Mode
 	model string
 }
 
-// SetMode switches the agent's permission mode until restart. Running
-// turns keep the mode they started with.
-func (a *Agent) SetMode(mode string) error {
+func settingsScope(agentID string) string { return "agent:" + agentID }
+
+// SetMode switches the agent's permission mode from the next turn on, for
+// every conversation and across restarts. Running turns keep the mode they
+// started with.
+func (a *Agent) SetMode(ctx context.Context, mode string) error {
 	m, err := permission.ParseMode(strings.TrimSpace(mode))
 	if err != nil {
 		return err
+	}
+	if err := a.deps.Store.SetSetting(ctx, settingsScope(a.cfg.ID), SettingMode, string(m)); err != nil {
+		return fmt.Errorf("store the permission mode: %w", err)
 	}
 	a.over.mu.Lock()
 	a.over.mode = m
@@ -30,13 +44,16 @@ func (a *Agent) SetMode(mode string) error {
 	return nil
 }
 
-// SetModel switches the agent's model until restart. The provider must
-// serve it; a wrong name ends the next turn with the provider's "model not
-// found" advice.
-func (a *Agent) SetModel(model string) error {
+// SetModel switches the agent's model from the next turn on, across
+// restarts. The provider must serve it; a wrong name ends the next turn
+// with the provider's "model not found" advice.
+func (a *Agent) SetModel(ctx context.Context, model string) error {
 	model = strings.TrimSpace(model)
 	if model == "" || strings.ContainsAny(model, " \t\n") {
 		return fmt.Errorf("model name %q: give one word, e.g. /model qwen3:8b", model)
+	}
+	if err := a.deps.Store.SetSetting(ctx, settingsScope(a.cfg.ID), SettingModel, model); err != nil {
+		return fmt.Errorf("store the model: %w", err)
 	}
 	a.over.mu.Lock()
 	a.over.model = model
@@ -44,12 +61,32 @@ func (a *Agent) SetModel(model string) error {
 	return nil
 }
 
-// Config returns the agent's configuration with run-time overrides.
+// LoadSettings reads the agent's stored run-time settings into the copy
+// Config returns. Turns call it as they start; hosts call it once at start.
+func (a *Agent) LoadSettings(ctx context.Context) error {
+	vals, err := a.deps.Store.Settings(ctx, settingsScope(a.cfg.ID))
+	if err != nil {
+		return fmt.Errorf("read the settings of agent %s: %w", a.cfg.ID, err)
+	}
+	var mode permission.Mode
+	if v := vals[SettingMode]; v != "" {
+		if m, err := permission.ParseMode(v); err == nil {
+			mode = m
+		}
+	}
+	a.over.mu.Lock()
+	a.over.mode, a.over.model = mode, vals[SettingModel]
+	a.over.mu.Unlock()
+	return nil
+}
+
+// Config returns the agent's configuration with run-time overrides (a mode
+// given on the command line, Config.FixedMode, wins over a stored /mode).
 func (a *Agent) Config() Config {
 	cfg := a.cfg
 	a.over.mu.Lock()
 	defer a.over.mu.Unlock()
-	if a.over.mode != "" {
+	if a.over.mode != "" && !cfg.FixedMode {
 		cfg.Policy.Mode = a.over.mode
 	}
 	if a.over.model != "" {

@@ -76,6 +76,25 @@ type Tool interface {
 	Run(ctx context.Context, args json.RawMessage, env *ToolEnv) Result
 }
 
+// Describer is implemented by tools that describe a call for people: a
+// one-line Markdown title and what kind of thing it does (read, edit,
+// delete, move, search, execute, think, fetch, other). Hosts show these
+// instead of guessing from tool names.
+type Describer interface {
+	Describe(args json.RawMessage) (title, kind string)
+}
+
+// Describe returns the title and kind of a call of the named tool; a tool
+// without a Describer is "name" of kind "other".
+func (s *Tools) Describe(name string, args json.RawMessage) (title, kind string) {
+	if t, ok := s.byName[name]; ok {
+		if d, ok := t.(Describer); ok {
+			return d.Describe(args)
+		}
+	}
+	return name, "other"
+}
+
 // Tools is a set of tools by name.
 type Tools struct {
 	byName map[string]Tool

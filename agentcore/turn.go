@@ -2,6 +2,7 @@ package agentcore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,6 +47,10 @@ type Input struct {
 	// DenyAsks, when set, turns every "ask" into a denial with this reason:
 	// for hosts where nobody can answer (run -p with text input).
 	DenyAsks string
+	// Location is where the turn's replies go (the host's location key,
+	// opaque here); approvals record it so a decision resumes the turn
+	// there.
+	Location string
 }
 
 // TurnResult is how a turn ended.
@@ -80,7 +85,7 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 		defer stop()
 	}
 	t := &turn{
-		a:    a.forConversation(conv.ID),
+		a:    a.forConversation(ctx, conv.ID),
 		conv: conv,
 		in:   in,
 		id:   "turn-" + randomID(8),
@@ -405,7 +410,8 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		t.em.emit(Event{Type: EventAssistantMessage, RunID: run.ID, UUID: asst.ID, OTID: asst.ID, Text: resp.Text})
 	}
 	for _, c := range asst.ToolCalls {
-		t.em.emit(Event{Type: EventToolCall, RunID: run.ID, UUID: asst.ID, ToolCallID: c.ID, ToolName: c.Name, Arguments: jsonOrString(c.Arguments)})
+		title, kind := t.a.deps.Tools.Describe(c.Name, json.RawMessage(c.Arguments))
+		t.em.emit(Event{Type: EventToolCall, RunID: run.ID, UUID: asst.ID, ToolCallID: c.ID, ToolName: c.Name, Arguments: jsonOrString(c.Arguments), Title: title, Kind: kind})
 	}
 	switch {
 	case len(asst.ToolCalls) > 0:

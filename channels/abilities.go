@@ -104,7 +104,13 @@ type LiveEvent struct {
 
 	StopReason string // LiveTurnEnd: end_turn, requires_approval, cancelled, error, max_steps, max_tokens
 	Usage      Usage  // LiveTurnEnd
+	Steps      int    // LiveTurnEnd: model calls the turn made
 	Error      string // LiveTurnEnd: what went wrong, for people
+
+	// Wire is the agent core's event in the stream-json wire form (DESIGN
+	// §7: type, runId, seqId, uuid, otid, toolCallId, …), for surfaces that
+	// relay the one event stream as is; empty for turn_start and turn_end.
+	Wire []byte
 }
 
 // Usage counts a turn's tokens.

@@ -85,6 +85,14 @@ type ConversationInfo struct {
 	Agent     string // agent name
 	Title     string // a short human title; may be empty
 	UpdatedAt time.Time
+	// Location is where this surface shows the conversation: the location
+	// of this channel it is bound to (zero when none). A surface reopens a
+	// listed conversation there, so commands, pending approvals and buttons
+	// keep working after any restart.
+	Location Location
+	// Elsewhere lists the other channels the conversation lives in
+	// ("telegram", "slack"), for people.
+	Elsewhere []string
 }
 
 // Role says who wrote a HistoryItem.
@@ -131,9 +139,14 @@ type Inbound struct {
 	// ReplyTo is the platform id of the message this one replies to, if any.
 	ReplyTo string
 	// MessageID is the platform id of this message, for threading replies
-	// to it; may be empty.
+	// to it; may be empty. The gateway passes it back unchanged as the
+	// Message.ReplyTo of the answer, so an adapter may put a handle there.
 	MessageID string
 	At        time.Time
+	// RoleAllowed and RoleAdmin: the platform says the user may talk, or
+	// is an admin, by a role only the adapter sees (Discord roles listed in
+	// allow_roles and admin_roles).
+	RoleAllowed, RoleAdmin bool
 }
 
 // Action is a press on a button the gateway sent.

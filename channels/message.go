@@ -23,6 +23,11 @@ type Message struct {
 	// Turn, when set, is the id of the turn whose final message this is, so
 	// a LiveSurface can tell it from what it already showed live.
 	Turn string
+	// Key is an idempotency key stable across retries of the same outbound
+	// message (the outbox item); "" when none. Surfaces that can dedupe
+	// sends (Discord's nonce) use it so a send retried after a crash posts
+	// once.
+	Key string
 }
 
 // Part is one piece of a Message. The set of parts is closed: Text,

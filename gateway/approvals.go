@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +14,201 @@ import (
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/channels"
 )
+
+// DecideRequest is one decision on an approval, from any host: a button
+// press, a typed /approve, a stream-json approval line, an ACP permission
+// answer, `switchboard approvals approve`.
+type DecideRequest struct {
+	ApprovalID string
+	// Action is ButtonApprove, ButtonAlways or ButtonDeny; "" expires the
+	// approval (the sweeper).
+	Action ButtonAction
+	By     string // qualified id of who decides
+	Reason string
+}
+
+// DecideResult is what a decision did.
+type DecideResult struct {
+	Approval agentcore.Approval
+	Decided  bool // this decision took effect
+	Resumed  bool // it was the turn's last ask: the resume is queued
+	// Reply is for the person who decided (plain text: toasts show no
+	// Markdown); Refused marks a refusal (alerts where the surface has
+	// them).
+	Reply   string
+	Refused bool
+}
+
+// approvals is the part that posts asks (with buttons, to the turn's
+// location and the agent's approval routes), decides them through the one
+// decide path, and expires them.
+type approvals struct {
+	env    *env
+	outbox *outbox
+}
+
+func newApprovals(e *env, o *outbox) *approvals { return &approvals{env: e, outbox: o} }
+
+// DeciderOptions configure a Decider outside a running gateway (the
+// `switchboard approvals` command).
+type DeciderOptions struct {
+	Store        Store
+	AgentStore   AgentStore
+	AgentOptions map[string]AgentOptions
+	Channels     map[string]ChannelOptions
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Decider runs the one decide path without a running gateway: the resume
+// it queues is worked by the process that runs the approval's channel.
+type Decider struct{ a *approvals }
+
+// NewDecider returns a Decider.
+func NewDecider(o DeciderOptions) *Decider {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	e := &env{opts: Options{Store: o.Store, AgentStore: o.AgentStore, AgentOptions: o.AgentOptions, Channels: o.Channels},
+		log: o.Logger, metrics: NewMetrics(nil), adapters: map[string]channels.Adapter{}, now: o.Now}
+	return &Decider{a: newApprovals(e, newOutbox(e))}
+}
+
+// Decide applies one decision; see DecideRequest.
+func (d *Decider) Decide(ctx context.Context, req DecideRequest) (DecideResult, error) {
+	return d.a.decide(ctx, req)
+}
+
+// systemActor decides approvals nobody decided in time.
+const systemActor = "switchboard"
+
+// decide is the one decide path: it checks who decides and whether the
+// approval is still open, then records the first valid decision, the edits
+// of every posted copy and (for the turn's last ask) the resume for the
+// location the turn came from, in one transaction.
+func (a *approvals) decide(ctx context.Context, req DecideRequest) (DecideResult, error) {
+	e := a.env
+	ap, err := e.opts.AgentStore.Approval(ctx, req.ApprovalID)
+	if errors.Is(err, agentcore.ErrNotFound) {
+		return DecideResult{Reply: "This approval no longer exists.", Refused: true}, nil
+	}
+	if err != nil {
+		return DecideResult{}, fmt.Errorf("read approval %s: %w", req.ApprovalID, err)
+	}
+	system := req.By == systemActor
+	if !system && !a.mayDecide(ap, req.By) {
+		return DecideResult{Approval: ap, Reply: "Only " + a.approverNames(ap) + " can decide this.", Refused: true}, nil
+	}
+	if ap.State != agentcore.ApprovalPending {
+		return DecideResult{Approval: ap, Reply: alreadyText(ap), Refused: true}, nil
+	}
+	action := req.Action
+	if action == ButtonAlways && !system && !isAdmin(e, req.By) {
+		return DecideResult{Approval: ap, Reply: "Only an admin can choose Always; use Approve for this once.", Refused: true}, nil
+	}
+	if action == ButtonAlways && ap.Rule == "" {
+		return DecideResult{Approval: ap, Reply: "This call has no rule to store; use Approve for this once.", Refused: true}, nil
+	}
+	now := e.now().UTC()
+	if now.After(ap.Expires) {
+		action = ""
+	}
+	d := agentcore.Decision{By: req.By, At: now, Reason: req.Reason}
+	switch action {
+	case ButtonApprove:
+		d.State = agentcore.ApprovalAllowed
+	case ButtonAlways:
+		d.State = agentcore.ApprovalAlways
+	case ButtonDeny:
+		d.State = agentcore.ApprovalDenied
+	default:
+		d.State, d.Reason, d.By = agentcore.ApprovalExpired, "the approval expired before anyone decided", systemActor
+	}
+	edit := func(decided agentcore.Approval) []byte {
+		body, _ := channels.EncodeMessage(channels.TextMessage(decisionText(decided)))
+		return body
+	}
+	ap, decided, resumed, err := e.opts.Store.DecideAndResume(ctx, ap.ID, d, edit, Item{Kind: ItemResume, Created: now})
+	if err != nil {
+		return DecideResult{}, err
+	}
+	if !decided {
+		return DecideResult{Approval: ap, Reply: alreadyText(ap), Refused: true}, nil
+	}
+	e.log.Info("approval decided", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
+		"decision", string(ap.State), "by", ap.DecidedBy, "resumed", resumed)
+	if !ap.Created.IsZero() {
+		e.metrics.ApprovalSeconds.Observe(ap.Decided.Sub(ap.Created).Seconds())
+	}
+	a.outbox.kick()
+	res := DecideResult{Approval: ap, Decided: true, Resumed: resumed, Reply: decisionReply(ap)}
+	if d.State == agentcore.ApprovalExpired {
+		res.Reply, res.Refused = "This approval expired before anyone decided.", true
+	}
+	return res, nil
+}
+
+// mayDecide says whether who may decide ap.
+func (a *approvals) mayDecide(ap agentcore.Approval, who string) bool {
+	approvers := ap.Approvers
+	if len(approvers) == 0 {
+		approvers = a.env.opts.AgentOptions[ap.AgentID].Approvers
+	}
+	if len(approvers) > 0 {
+		return slices.Contains(approvers, who)
+	}
+	// Asks routed to someone's DM come with working buttons: the route's
+	// person may decide, besides the requester and the admins.
+	return who == ap.Requester || isAdmin(a.env, who) || slices.Contains(a.env.opts.AgentOptions[ap.AgentID].ApprovalRoutes, who)
+}
+
+func (a *approvals) approverNames(ap agentcore.Approval) string {
+	approvers := ap.Approvers
+	if len(approvers) == 0 {
+		approvers = a.env.opts.AgentOptions[ap.AgentID].Approvers
+	}
+	if len(approvers) == 0 {
+		if ap.Requester != "" {
+			return ap.Requester + " or an admin"
+		}
+		return "an admin"
+	}
+	return strings.Join(approvers, ", ")
+}
+
+// places are where an approval is posted: the turn's own location and the
+// agent's approval routes (a route's DM through the adapter's DM ability).
+func (a *approvals) places(ctx context.Context, ap agentcore.Approval, origin channels.Location) []channels.Location {
+	e := a.env
+	places := []channels.Location{origin}
+	for _, route := range e.opts.AgentOptions[ap.AgentID].ApprovalRoutes {
+		ch, id, err := channels.ParseIdentity(route)
+		if err != nil {
+			continue
+		}
+		ad, ok := e.adapters[ch]
+		if !ok {
+			e.log.Warn("approval route names a channel that is not running here", "route", route)
+			continue
+		}
+		loc := channels.Location{Channel: ch, ChatID: id}
+		if dm, ok := ad.(channels.DirectMessenger); ok {
+			l, err := dm.DirectLocation(ctx, id)
+			if err != nil {
+				e.log.Warn("open the DM of an approval route", "route", route, "err", err)
+				continue
+			}
+			loc = l
+		}
+		if loc.String() != origin.String() {
+			places = append(places, loc)
+		}
+	}
+	return places
+}
 
 // newToken returns an opaque random button token (22 characters, well
 // under Telegram's 64-byte callback_data limit).
@@ -23,69 +218,78 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// approvalPlaces are where an approval is posted: the turn's own location
-// and the agent's approval routes.
-func (g *Gateway) approvalPlaces(ap agentcore.Approval, origin channels.Location) []channels.Location {
-	places := []channels.Location{origin}
-	for _, route := range g.opts.AgentOptions[ap.AgentID].ApprovalRoutes {
-		ch, id, err := channels.ParseIdentity(route)
-		if err != nil {
-			continue
-		}
-		if _, ok := g.adapters[ch]; !ok {
-			g.log.Warn("approval route names a channel that is not running", "route", route)
-			continue
-		}
-		loc := channels.Location{Channel: ch, ChatID: id}
-		if loc.String() != origin.String() {
-			places = append(places, loc)
-		}
-	}
-	return places
-}
-
-// ensureApprovalPosted posts an approval's message with buttons to every
-// place, unless it was posted before (a retried turn).
-func (g *Gateway) ensureApprovalPosted(ctx context.Context, ap agentcore.Approval, origin channels.Location) {
+// post posts an approval's message with buttons to every place, unless it
+// was posted before (a retried turn).
+func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin channels.Location) {
+	e := a.env
 	ctx = context.WithoutCancel(ctx)
-	posts, err := g.opts.Store.ApprovalPosts(ctx, ap.ID)
+	posts, err := e.opts.Store.ApprovalPosts(ctx, ap.ID)
 	if err != nil {
-		g.log.Error("read approval posts", "approval", ap.ID, "err", err)
+		e.log.Error("read approval posts", "approval", ap.ID, "err", err)
 		return
 	}
 	if len(posts) > 0 {
 		return
 	}
-	now := g.opts.Now().UTC()
+	now := e.now().UTC()
 	buttons := []Button{
 		{Token: newToken(), ApprovalID: ap.ID, Action: ButtonApprove, Created: now},
 		{Token: newToken(), ApprovalID: ap.ID, Action: ButtonDeny, Created: now},
 	}
-	row := []buttonSpec{
-		{Label: "Approve", Style: channels.StylePrimary, Token: buttons[0].Token},
-		{Label: "Deny", Style: channels.StyleDanger, Token: buttons[1].Token},
-	}
-	rows := [][]buttonSpec{row}
 	if ap.Rule != "" {
-		b := Button{Token: newToken(), ApprovalID: ap.ID, Action: ButtonAlways, Created: now}
-		buttons = append(buttons, b)
-		rows = append(rows, []buttonSpec{{Label: "Always: " + ap.Rule, Token: b.Token}})
+		buttons = append(buttons, Button{Token: newToken(), ApprovalID: ap.ID, Action: ButtonAlways, Created: now})
 	}
-	if err := g.opts.Store.CreateButtons(ctx, buttons); err != nil {
-		g.log.Error("store approval buttons", "approval", ap.ID, "err", err)
+	if err := e.opts.Store.CreateButtons(ctx, buttons); err != nil {
+		e.log.Error("store approval buttons", "approval", ap.ID, "err", err)
 		return
 	}
-	msg := outMessage{Markdown: approvalText(ap), Buttons: rows}
-	for _, loc := range g.approvalPlaces(ap, origin) {
-		id := g.post(ctx, loc, msg)
+	for _, loc := range a.places(ctx, ap, origin) {
+		caps := channels.Capabilities{}
+		if ad, ok := e.adapter(loc); ok {
+			caps = ad.Capabilities()
+		}
+		id := a.outbox.post(ctx, loc, approvalMessage(ap, buttons, caps.Buttons))
 		if id == 0 {
 			continue
 		}
-		if err := g.opts.Store.AddApprovalPost(ctx, ApprovalPost{ApprovalID: ap.ID, Location: loc.String(), OutboxID: id}); err != nil {
-			g.log.Error("record approval post", "approval", ap.ID, "err", err)
+		if err := e.opts.Store.AddApprovalPost(ctx, ApprovalPost{ApprovalID: ap.ID, Location: loc.String(), OutboxID: id}); err != nil {
+			e.log.Error("record approval post", "approval", ap.ID, "err", err)
 		}
 	}
-	g.opts.Metrics.ApprovalsAsked.Inc()
+	e.log.Info("approval requested", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
+		"tool", ap.ToolName, "requester", ap.Requester, "location", origin.String())
+	e.metrics.ApprovalsAsked.Inc()
+}
+
+// approvalMessage is the chat message of an ask: what would run, why, and
+// the buttons (Always shows the exact rule it stores); on surfaces without
+// buttons it says how to answer by typing.
+func approvalMessage(ap agentcore.Approval, bs []Button, withButtons bool) channels.Message {
+	text := approvalText(ap)
+	if !withButtons {
+		text += fmt.Sprintf("\n\nReply `/approve %s` or `/deny %s [reason]`.", ap.ID, ap.ID)
+		return channels.TextMessage(text)
+	}
+	return channels.Message{Parts: []channels.Part{channels.Text{Markdown: text}, approvalButtons(ap, bs)}}
+}
+
+func approvalButtons(ap agentcore.Approval, bs []Button) channels.Buttons {
+	var row, always []channels.Button
+	for _, b := range bs {
+		switch b.Action {
+		case ButtonApprove:
+			row = append([]channels.Button{{Label: "Approve", Style: channels.StylePrimary, Token: b.Token}}, row...)
+		case ButtonDeny:
+			row = append(row, channels.Button{Label: "Deny", Style: channels.StyleDanger, Token: b.Token})
+		case ButtonAlways:
+			always = append(always, channels.Button{Label: "Always: " + ap.Rule, Token: b.Token})
+		}
+	}
+	rows := [][]channels.Button{row}
+	if len(always) > 0 {
+		rows = append(rows, always)
+	}
+	return channels.Buttons{Rows: rows}
 }
 
 func approvalText(ap agentcore.Approval) string {
@@ -140,116 +344,7 @@ func clipString(s string, n int) string {
 	return s
 }
 
-// approvalDecided edits every posted copy of an approval to show the
-// decision.
-func (g *Gateway) approvalDecided(ctx context.Context, ap agentcore.Approval) {
-	ctx = context.WithoutCancel(ctx)
-	posts, err := g.opts.Store.ApprovalPosts(ctx, ap.ID)
-	if err != nil {
-		g.log.Error("read approval posts", "approval", ap.ID, "err", err)
-		return
-	}
-	body, _ := json.Marshal(outMessage{Markdown: decisionText(ap)})
-	now := g.opts.Now().UTC()
-	var items []Outbound
-	for _, p := range posts {
-		items = append(items, Outbound{Kind: OutboundEdit, Location: p.Location, EditOf: p.OutboxID, Body: body, Created: now, NextAt: now})
-	}
-	if len(items) == 0 {
-		return
-	}
-	if _, err := g.opts.Store.EnqueueOutbound(ctx, items...); err != nil {
-		g.log.Error("queue approval edits", "approval", ap.ID, "err", err)
-	}
-	if !ap.Created.IsZero() && !ap.Decided.IsZero() {
-		g.opts.Metrics.ApprovalSeconds.Observe(ap.Decided.Sub(ap.Created).Seconds())
-	}
-	g.kickOut()
-}
-
-// mayDecide says whether who may decide ap.
-func (g *Gateway) mayDecide(ap agentcore.Approval, who string) bool {
-	approvers := ap.Approvers
-	if len(approvers) == 0 {
-		approvers = g.opts.AgentOptions[ap.AgentID].Approvers
-	}
-	if len(approvers) > 0 {
-		return slices.Contains(approvers, who)
-	}
-	// Asks routed to someone's DM come with working buttons: the route's
-	// person may decide, besides the requester and the admins.
-	return who == ap.Requester || g.isAdmin(who) || slices.Contains(g.opts.AgentOptions[ap.AgentID].ApprovalRoutes, who)
-}
-
-func (g *Gateway) approverNames(ap agentcore.Approval) string {
-	approvers := ap.Approvers
-	if len(approvers) == 0 {
-		approvers = g.opts.AgentOptions[ap.AgentID].Approvers
-	}
-	if len(approvers) == 0 {
-		if ap.Requester != "" {
-			return ap.Requester + " or an admin"
-		}
-		return "an admin"
-	}
-	return strings.Join(approvers, ", ")
-}
-
-// decide applies a person's decision: checks who they are and whether the
-// approval is still open, records the first valid decision, edits every
-// copy and queues the resume. The returned text is for the presser.
-func (g *Gateway) decide(ctx context.Context, approvalID string, action ButtonAction, who, reason string) (string, bool) {
-	ap, err := g.opts.AgentStore.Approval(ctx, approvalID)
-	if err != nil {
-		return "This approval no longer exists.", true
-	}
-	system := who == systemActor
-	if !system && !g.mayDecide(ap, who) {
-		return "Only " + g.approverNames(ap) + " can decide this.", true
-	}
-	if ap.State != agentcore.ApprovalPending {
-		return alreadyText(ap), true
-	}
-	if action == ButtonAlways && !system && !g.isAdmin(who) {
-		return "Only an admin can choose Always; use Approve for this once.", true
-	}
-	now := g.opts.Now().UTC()
-	if now.After(ap.Expires) {
-		action = ""
-	}
-	d := agentcore.Decision{By: who, At: now, Reason: reason}
-	switch action {
-	case ButtonApprove:
-		d.State = agentcore.ApprovalAllowed
-	case ButtonAlways:
-		d.State = agentcore.ApprovalAlways
-	case ButtonDeny:
-		d.State = agentcore.ApprovalDenied
-	default:
-		d.State, d.Reason, d.By = agentcore.ApprovalExpired, "the approval expired before anyone decided", systemActor
-	}
-	ag, ok := g.opts.Agents[ap.AgentID]
-	if !ok {
-		return "This approval belongs to an agent that is not running.", true
-	}
-	ap, decided, err := ag.Decide(ctx, ap.ID, d)
-	if err != nil {
-		g.log.Error("record decision", "approval", approvalID, "err", err)
-		return "Could not record the decision; try again.", true
-	}
-	if !decided {
-		return alreadyText(ap), true
-	}
-	g.approvalDecided(ctx, ap)
-	g.resumeIfReady(ctx, ap.ConversationID, ap.AgentID)
-	if d.State == agentcore.ApprovalExpired {
-		return "This approval expired before anyone decided.", true
-	}
-	return decisionReply(ap), false
-}
-
-// decisionReply is the plain-text answer to the person who decided
-// (toasts and alerts show no Markdown).
+// decisionReply is the plain-text answer to the person who decided.
 func decisionReply(ap agentcore.Approval) string {
 	switch ap.State {
 	case agentcore.ApprovalAllowed:
@@ -272,59 +367,16 @@ func alreadyText(ap agentcore.Approval) string {
 	return fmt.Sprintf("Already decided: %s by %s.", strings.TrimPrefix(string(ap.State), "approval_"), who)
 }
 
-// resumeIfReady queues a resume item when no approval of the conversation
-// is pending any more.
-func (g *Gateway) resumeIfReady(ctx context.Context, conv, agentID string) {
-	pending, err := g.opts.AgentStore.PendingApprovals(ctx, conv)
-	if err != nil || len(pending) > 0 {
-		return
-	}
-	loc := ""
-	if bs, err := g.opts.Store.BindingsOf(ctx, conv); err == nil && len(bs) > 0 {
-		loc = bs[len(bs)-1].Location
-	}
-	if loc == "" {
-		g.log.Warn("resume without a bound location", "conversation", conv)
-		return
-	}
-	if _, _, err := g.opts.Store.Enqueue(context.WithoutCancel(ctx), Item{
-		ConversationID: conv, AgentID: agentID, Kind: ItemResume, Location: loc, Created: g.opts.Now().UTC(),
-	}, "", 0); err != nil {
-		g.log.Error("queue resume", "conversation", conv, "err", err)
-		return
-	}
-	g.kick(conv)
-}
-
-// systemActor decides approvals nobody decided in time.
-const systemActor = "switchboard"
-
-// OnAction handles a button press.
-func (h *handler) OnAction(ctx context.Context, a channels.Action) (channels.ActionReply, error) {
-	g := h.g
-	g.opts.Metrics.Actions.WithLabelValues(h.channel).Inc()
-	b, err := g.opts.Store.Button(ctx, a.Token)
-	if errors.Is(err, ErrNotFound) {
-		return channels.ActionReply{Text: "This button is no longer valid.", Alert: true}, nil
-	}
-	if err != nil {
-		return channels.ActionReply{}, err
-	}
-	who := channels.QualifiedID(h.channel, a.User.ID)
-	text, alert := g.decide(ctx, b.ApprovalID, b.Action, who, "")
-	return channels.ActionReply{Text: text, Alert: alert}, nil
-}
-
 // expiryLoop denies approvals nobody decided in time.
-func (g *Gateway) expiryLoop(ctx context.Context) {
-	ex, ok := g.opts.AgentStore.(ExpiredApprovals)
+func (a *approvals) expiryLoop(ctx context.Context) {
+	ex, ok := a.env.opts.AgentStore.(ExpiredApprovals)
 	if !ok {
 		return
 	}
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
-		g.expireNow(ctx, ex)
+		a.expireNow(ctx, ex)
 		select {
 		case <-ctx.Done():
 			return
@@ -333,15 +385,17 @@ func (g *Gateway) expiryLoop(ctx context.Context) {
 	}
 }
 
-func (g *Gateway) expireNow(ctx context.Context, ex ExpiredApprovals) {
-	aps, err := ex.ExpiredApprovals(ctx, g.opts.Now().UTC(), 100)
+func (a *approvals) expireNow(ctx context.Context, ex ExpiredApprovals) {
+	aps, err := ex.ExpiredApprovals(ctx, a.env.now().UTC(), 100)
 	if err != nil {
 		if ctx.Err() == nil {
-			g.log.Error("list expired approvals", "err", err)
+			a.env.log.Error("list expired approvals", "err", err)
 		}
 		return
 	}
 	for _, ap := range aps {
-		g.decide(ctx, ap.ID, "", systemActor, "")
+		if _, err := a.decide(ctx, DecideRequest{ApprovalID: ap.ID, By: systemActor}); err != nil && ctx.Err() == nil {
+			a.env.log.Error("expire approval", "approval", ap.ID, "err", err)
+		}
 	}
 }

@@ -10,128 +10,114 @@ import (
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
-// helpText lists the commands.
-const helpText = `**Commands**
-/new — start a new conversation here
-/stop — stop the running turn
-/status — agent, model, mode, queue, pending approvals, context use
-/approve [id] — approve a pending tool call (the id may be left out when one is pending)
-/deny [id] [reason] — deny it
-/queue [followup|collect|steer|interrupt] — what happens to messages sent while the agent works
-/compact — summarize older context now
-/memory [log|show REV|diff REV] — the agent's memory history
-/help — this list
-Admins: /mode <standard|acceptEdits|unrestricted|strict>, /memory revert REV, /pair approve CODE`
+// command is one entry of the command table: it feeds /help, dispatch and
+// each adapter's native registration (channels.CommandRegistrar).
+type command struct {
+	name    string
+	aliases []string
+	args    string
+	desc    string
+	admin   bool // admins only
+	// now: acts at once on the delivery path (fast, and must reach a running
+	// or parked turn); otherwise the command is a queue item of the
+	// location's conversation, worked in order with its messages.
+	now bool
+	run func(ctx context.Context, c *cmdCtx) string
+}
 
-// command handles a slash command. handled=false lets the text go to the
-// agent as an ordinary message (e.g. a path like /etc/hosts).
-func (g *Gateway) command(ctx context.Context, channel string, in channels.Inbound, who string, admin bool) (bool, error) {
-	fields := strings.Fields(strings.TrimSpace(in.Text))
-	name := strings.ToLower(fields[0])
-	if i := strings.IndexByte(name, '@'); i > 0 { // Telegram: /status@my_bot
-		name = name[:i]
+// cmdCtx is one invocation.
+type cmdCtx struct {
+	env       *env
+	workers   *workers
+	approvals *approvals
+	outbox    *outbox
+	notice    func() string
+	loc       channels.Location
+	who       string // qualified id
+	userID    string
+	admin     bool
+	args      []string
+	binding   Binding
+	bound     bool
+	itemID    int64 // the queue item of a queued command
+}
+
+// commandTable lists every command, in /help order.
+func commandTable() []command {
+	return []command{
+		{name: "new", aliases: []string{"reset"}, desc: "start a new conversation here", run: cmdNew},
+		{name: "stop", desc: "stop the running turn", now: true, run: cmdStop},
+		{name: "status", desc: "agent, model, mode, queue, pending approvals, context use", now: true, run: cmdStatus},
+		{name: "approve", args: "[id]", desc: "approve a pending tool call (the id may be left out when one is pending)", now: true, run: cmdDecide(ButtonApprove)},
+		{name: "deny", args: "[id] [reason]", desc: "deny a pending tool call", now: true, run: cmdDecide(ButtonDeny)},
+		{name: "queue", args: "[followup|collect|steer|interrupt]", desc: "what happens to messages sent while the agent works", now: true, run: cmdQueue},
+		{name: "compact", desc: "summarize older context now", run: cmdCompact},
+		{name: "memory", args: "[log|show REV|diff REV]", desc: "the agent's memory history", run: cmdMemory},
+		{name: "help", aliases: []string{"start"}, desc: "this list", now: true, run: cmdHelp},
+		{name: "mode", args: "<standard|acceptEdits|unrestricted|strict>", desc: "the agent's permission mode", admin: true, run: cmdMode},
+		{name: "model", args: "<name>", desc: "the agent's model", admin: true, run: cmdModel},
+		{name: "pair", args: "approve CODE", desc: "let the person who got this pairing code talk to the agent", admin: true, run: cmdPair},
 	}
-	args := fields[1:]
-	reply := func(md string) (bool, error) {
-		g.post(ctx, in.Location, outMessage{Markdown: md})
-		return true, nil
+}
+
+// lookupCommand finds a command by name or alias.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commandTable() {
+		if c.name == name {
+			return c, true
+		}
+		for _, a := range c.aliases {
+			if a == name {
+				return c, true
+			}
+		}
 	}
-	adminOnly := func() (bool, error) {
-		return reply("Only an admin can use " + name + ".")
+	return command{}, false
+}
+
+// nativeCommands is the table as adapters register it.
+func nativeCommands() []channels.Command {
+	var out []channels.Command
+	for _, c := range commandTable() {
+		out = append(out, channels.Command{Name: c.name, Args: c.args, Description: c.desc, AdminOnly: c.admin})
 	}
-	switch name {
-	case "/help", "/start":
-		if name == "/start" {
-			return reply("Hi! Send me a message to talk with the agent.\n\n" + helpText)
+	return out
+}
+
+// helpText is /help, from the table.
+func helpText() string {
+	var b, admin strings.Builder
+	b.WriteString("**Commands**\n")
+	for _, c := range commandTable() {
+		line := "/" + c.name
+		if c.args != "" {
+			line += " " + c.args
 		}
-		return reply(helpText)
-	case "/new", "/reset":
-		co := g.opts.Channels[channel]
-		agentID := co.Agent
-		if b, ok, _ := g.binding(ctx, in.Location); ok {
-			agentID = b.AgentID
-			g.cancelTurn(b.ConversationID, errStopped)
+		if c.admin {
+			fmt.Fprintf(&admin, "%s — %s\n", line, c.desc)
+			continue
 		}
-		b, err := g.bind(ctx, in.Location, agentID)
-		if err != nil {
-			return true, err
-		}
-		return reply(fmt.Sprintf("Started a new conversation with %s (`%s`).", agentID, b.ConversationID))
-	case "/stop":
-		b, ok, err := g.binding(ctx, in.Location)
-		if err != nil || !ok {
-			return reply("Nothing is running here.")
-		}
-		if g.cancelTurn(b.ConversationID, errStopped) {
-			return reply("Stopping.")
-		}
-		return reply("Nothing is running here.")
-	case "/status":
-		return reply(g.status(ctx, channel, in.Location))
-	case "/approve", "/deny":
-		return reply(g.textDecision(ctx, in.Location, who, name, args))
-	case "/queue":
-		if len(args) == 0 {
-			return reply("Queue mode here: **" + g.queueMode(in.Location) + "**. Choose followup, collect, steer or interrupt.")
-		}
-		switch args[0] {
-		case QueueFollowup, QueueCollect, QueueSteer, QueueInterrupt:
-			g.mu.Lock()
-			g.queueMod[in.Location.String()] = args[0]
-			g.mu.Unlock()
-			return reply("Queue mode here is now **" + args[0] + "**.")
-		}
-		return reply("Unknown queue mode " + channels.EscapeMarkdown(args[0]) + ": choose followup, collect, steer or interrupt.")
-	case "/compact":
-		b, ok, err := g.binding(ctx, in.Location)
-		if err != nil || !ok {
-			return reply("There is no conversation here yet.")
-		}
-		ag, ok := g.opts.Agents[b.AgentID]
-		if !ok {
-			return reply("The agent of this conversation is not running.")
-		}
-		res, err := ag.Compact(ctx, b.ConversationID)
-		if errors.Is(err, agentcore.ErrBusy) {
-			return reply("The agent is working; try /compact when it has finished.")
-		}
-		if err != nil {
-			return reply("Compaction failed: " + channels.EscapeMarkdown(err.Error()))
-		}
-		if !res.Compacted {
-			return reply("Nothing to compact yet.")
-		}
-		return reply(res.Note)
-	case "/memory":
-		return reply(g.memoryCommand(ctx, in.Location, args, admin))
-	case "/mode", "/model":
-		if !admin {
-			return adminOnly()
-		}
-		return reply(g.reconfigure(ctx, in.Location, name, args))
-	case "/pair":
-		if !admin {
-			return adminOnly()
-		}
-		if len(args) != 2 || args[0] != "approve" {
-			return reply("Usage: /pair approve CODE")
-		}
-		p, err := g.opts.Store.ApprovePairing(ctx, strings.ToUpper(args[1]), g.opts.Now().UTC())
-		if errors.Is(err, ErrNotFound) {
-			return reply("No pending pairing code " + channels.EscapeMarkdown(args[1]) + " (codes expire after an hour).")
-		}
-		if err != nil {
-			return true, err
-		}
-		if loc, err := channels.ParseLocation(p.Location); err == nil {
-			g.post(ctx, loc, outMessage{Markdown: "You are paired. Send me a message to start."})
-		}
-		return reply(fmt.Sprintf("Paired %s (%s).", channels.EscapeMarkdown(p.UserName), channels.QualifiedID(p.Channel, p.UserID)))
+		fmt.Fprintf(&b, "%s — %s\n", line, c.desc)
 	}
-	if looksLikeCommand(name) {
-		return reply("Unknown command " + channels.EscapeMarkdown(name) + ".\n\n" + helpText)
+	if admin.Len() > 0 {
+		b.WriteString("Admins:\n" + admin.String())
 	}
-	return false, nil
+	return strings.TrimSpace(b.String())
+}
+
+// parseCommand splits "/name args" into a known command name and its
+// arguments. ok is false for text that is no command of the table (a path
+// such as /etc/hosts, or an unknown /word: see looksLikeCommand).
+func parseCommand(text string) (name string, args []string, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", nil, false
+	}
+	fields := strings.Fields(text)
+	name = strings.ToLower(strings.TrimPrefix(fields[0], "/"))
+	if !looksLikeCommand("/" + name) {
+		return "", nil, false
+	}
+	return name, fields[1:], true
 }
 
 // looksLikeCommand tells "/foo" from a path such as "/etc/hosts".
@@ -147,97 +133,250 @@ func looksLikeCommand(name string) bool {
 	return true
 }
 
-// textDecision is the /approve and /deny fallback for platforms without
-// buttons (or people who prefer typing).
-func (g *Gateway) textDecision(ctx context.Context, loc channels.Location, who, name string, args []string) string {
-	b, ok, err := g.binding(ctx, loc)
-	if err != nil || !ok {
-		return "There is no conversation here."
+// command handles a /command from an inbound: immediate commands run now
+// (once: a platform retry is dropped by the dedupe key), the others are
+// queued in the location's conversation.
+func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, name string, args []string) error {
+	e := in.env
+	c, known := lookupCommand(name)
+	if !known {
+		in.reply(ctx, msg.Location, s, "Unknown command /"+channels.EscapeMarkdown(name)+".\n\n"+helpText(), false)
+		return nil
 	}
-	pending, err := g.opts.AgentStore.PendingApprovals(ctx, b.ConversationID)
+	if c.admin && !s.admin {
+		in.reply(ctx, msg.Location, s, "Only an admin can use /"+c.name+".", true)
+		return nil
+	}
+	b, bound, err := in.binding(ctx, msg.Location)
 	if err != nil {
-		return "Could not read the pending approvals; try again."
+		return err
 	}
-	var id string
-	rest := args
-	if len(args) > 0 {
-		for _, p := range pending {
-			if p.ID == args[0] {
-				id, rest = p.ID, args[1:]
+	if c.now {
+		if msg.EventID != "" {
+			fresh, err := e.opts.Store.ClaimDedupe(ctx, msg.Location.Channel+":"+msg.EventID, e.opts.DedupeTTL)
+			if err != nil {
+				return err
+			}
+			if !fresh {
+				e.metrics.Duplicates.WithLabelValues(msg.Location.Channel).Inc()
+				return nil
 			}
 		}
+		cc := &cmdCtx{env: e, workers: in.workers, approvals: in.approvals, outbox: in.outbox, notice: in.notice,
+			loc: msg.Location, who: s.who, userID: msg.User.ID, admin: s.admin, args: args, binding: b, bound: bound}
+		in.outbox.post(ctx, msg.Location, replyMessage(c.run(ctx, cc), msg.MessageID))
+		return nil
 	}
-	if id == "" {
-		switch len(pending) {
-		case 0:
-			return "Nothing is waiting for approval here."
-		case 1:
-			id = pending[0].ID
-		default:
-			var ids []string
-			for _, p := range pending {
-				ids = append(ids, "`"+p.ID+"` "+clipString(p.Summary, 60))
-			}
-			return "Several approvals are pending; name one:\n" + strings.Join(ids, "\n")
+	if !bound {
+		if b, err = in.bindNew(ctx, msg.Location, e.channel(msg.Location.Channel).Agent); err != nil {
+			return err
 		}
 	}
-	action := ButtonApprove
-	if name == "/deny" {
-		action = ButtonDeny
+	p := messagePayload{EventID: msg.EventID, MessageID: msg.MessageID, Text: strings.TrimSpace(msg.Text), Who: s.who,
+		UserID: msg.User.ID, Name: displayName(msg.User), Admin: s.admin}
+	enqueued, err := in.enqueue(ctx, b, ItemCommand, msg, p)
+	if err != nil || !enqueued {
+		return err
 	}
-	text, _ := g.decide(ctx, id, action, who, strings.Join(rest, " "))
+	in.workers.kick(b.ConversationID)
+	return nil
+}
+
+// reply answers a person outside a turn; refusals go only to them where
+// the surface can.
+func (in *intake) reply(ctx context.Context, loc channels.Location, s sender, md string, refusal bool) {
+	m := channels.TextMessage(md)
+	if refusal {
+		in.outbox.postTo(ctx, loc, s.user.ID, m)
+		return
+	}
+	in.outbox.post(ctx, loc, m)
+}
+
+func replyMessage(md, replyTo string) channels.Message {
+	m := channels.TextMessage(md)
+	m.ReplyTo = replyTo
+	return m
+}
+
+// runQueuedCommand works a command queue item: the reply is queued in the
+// transaction that completes the item, so a command runs to one answer.
+func (p *processor) runQueuedCommand(ctx context.Context, it Item, loc channels.Location, pl messagePayload) error {
+	e := p.env
+	name, args, _ := parseCommand(pl.Text)
+	c, ok := lookupCommand(name)
+	reply := "Unknown command /" + channels.EscapeMarkdown(name) + "."
+	if ok {
+		b, bound, err := lookupBinding(ctx, e, loc)
+		if err != nil {
+			return err
+		}
+		cc := &cmdCtx{env: e, workers: p.workers, approvals: p.approvals, outbox: p.outbox, notice: p.notice,
+			loc: loc, who: pl.Who, userID: pl.UserID, admin: pl.Admin, args: args, binding: b, bound: bound, itemID: it.ID}
+		reply = c.run(ctx, cc)
+	}
+	out, ok := p.outbox.item(OutboundSend, loc, replyMessage(reply, pl.MessageID))
+	var items []Outbound
+	if ok {
+		items = append(items, out)
+	}
+	if _, err := e.opts.Store.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID, items...); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("complete command item %d: %w", it.ID, err)
+	}
+	e.log.Info("command", "command", name, "by", pl.Who, "location", it.Location)
+	p.outbox.kick()
+	return nil
+}
+
+func cmdHelp(_ context.Context, c *cmdCtx) string { return helpText() }
+
+func cmdNew(ctx context.Context, c *cmdCtx) string {
+	agentID := c.env.channel(c.loc.Channel).Agent
+	if c.bound {
+		agentID = c.binding.AgentID
+		if c.binding.ConversationID != "" {
+			c.workers.cancel(c.binding.ConversationID, errStopped)
+		}
+	}
+	b, err := newBinding(ctx, c.env, c.loc, agentID)
+	if err != nil {
+		return "Could not start a new conversation: " + channels.EscapeMarkdown(err.Error())
+	}
+	// Messages sent after /new go to the new conversation.
+	if err := c.env.opts.Store.Rebind(ctx, b, c.itemID); err != nil {
+		return "Could not start a new conversation: " + channels.EscapeMarkdown(err.Error())
+	}
+	c.workers.kick(b.ConversationID)
+	return fmt.Sprintf("Started a new conversation with %s (`%s`).", agentID, b.ConversationID)
+}
+
+func cmdStop(_ context.Context, c *cmdCtx) string {
+	if c.bound && c.workers.cancel(c.binding.ConversationID, errStopped) {
+		return "Stopping."
+	}
+	return "Nothing is running here."
+}
+
+func cmdQueue(ctx context.Context, c *cmdCtx) string {
+	if len(c.args) == 0 {
+		return "Queue mode here: **" + queueModeAt(ctx, c.env, c.loc) + "**. Choose followup, collect, steer or interrupt."
+	}
+	switch c.args[0] {
+	case QueueFollowup, QueueCollect, QueueSteer, QueueInterrupt:
+		if err := c.env.opts.Store.SetSetting(ctx, locationScope(c.loc), settingQueueMode, c.args[0]); err != nil {
+			return "Could not store the queue mode; try again."
+		}
+		return "Queue mode here is now **" + c.args[0] + "**."
+	}
+	return "Unknown queue mode " + channels.EscapeMarkdown(c.args[0]) + ": choose followup, collect, steer or interrupt."
+}
+
+func cmdCompact(ctx context.Context, c *cmdCtx) string {
+	if !c.bound {
+		return "There is no conversation here yet."
+	}
+	ag, ok := c.env.opts.Agents[c.binding.AgentID]
+	if !ok {
+		return "The agent of this conversation is not running."
+	}
+	res, err := ag.Compact(ctx, c.binding.ConversationID)
+	if errors.Is(err, agentcore.ErrBusy) {
+		return "The agent is working; try /compact when it has finished."
+	}
+	if err != nil {
+		return "Compaction failed: " + channels.EscapeMarkdown(err.Error())
+	}
+	if !res.Compacted {
+		return "Nothing to compact yet."
+	}
+	return res.Note
+}
+
+func cmdPair(ctx context.Context, c *cmdCtx) string {
+	if len(c.args) != 2 || c.args[0] != "approve" {
+		return "Usage: /pair approve CODE"
+	}
+	p, err := c.env.opts.Store.ApprovePairing(ctx, strings.ToUpper(c.args[1]), c.env.now().UTC())
+	if errors.Is(err, ErrNotFound) {
+		return "No pending pairing code " + channels.EscapeMarkdown(c.args[1]) + " (codes expire after an hour)."
+	}
+	if err != nil {
+		return "Could not approve the code; try again."
+	}
+	if loc, err := channels.ParseLocation(p.Location); err == nil {
+		c.outbox.post(ctx, loc, channels.TextMessage("You are paired. Send me a message to start."))
+	}
+	c.env.log.Info("paired", "user", channels.QualifiedID(p.Channel, p.UserID), "by", c.who)
+	return fmt.Sprintf("Paired %s (%s).", channels.EscapeMarkdown(p.UserName), channels.QualifiedID(p.Channel, p.UserID))
+}
+
+// agentAt is the agent of a location: its binding's, else the channel's.
+func (c *cmdCtx) agentAt() (*agentcore.Agent, bool) {
+	id := c.env.channel(c.loc.Channel).Agent
+	if c.bound {
+		id = c.binding.AgentID
+	}
+	ag, ok := c.env.opts.Agents[id]
+	return ag, ok
+}
+
+func cmdMemory(ctx context.Context, c *cmdCtx) string {
+	m, ok := c.agentAt()
+	if !ok {
+		return "No agent here."
+	}
+	sub := "log"
+	if len(c.args) > 0 {
+		sub = strings.ToLower(c.args[0])
+	}
+	var text string
+	var err error
+	switch {
+	case sub == "log":
+		text, err = m.MemoryLogText(ctx, 10)
+	case (sub == "show" || sub == "diff") && len(c.args) == 2:
+		text, err = m.MemoryShowText(ctx, c.args[1])
+	case sub == "revert" && len(c.args) == 2:
+		if !c.admin {
+			return "Only an admin can revert memory."
+		}
+		text, err = m.MemoryRevertText(ctx, c.args[1])
+	default:
+		return "Usage: /memory [log | show REV | diff REV | revert REV]"
+	}
+	if err != nil {
+		return "Memory: " + channels.EscapeMarkdown(err.Error())
+	}
 	return text
 }
 
-func (g *Gateway) status(ctx context.Context, channel string, loc channels.Location) string {
-	b, ok, err := g.binding(ctx, loc)
-	agentID := g.opts.Channels[channel].Agent
-	if ok {
-		agentID = b.AgentID
-	}
-	ag := g.opts.Agents[agentID]
-	if ag == nil {
-		return "No agent is configured here."
-	}
-	cfg := ag.Config()
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "**Agent** %s · **model** %s · **mode** %s\n", agentID, orUnset(cfg.Model), cfg.Policy.Mode)
-	if g.opts.ModelProblem != "" {
-		fmt.Fprintf(&sb, "⚠ %s\n", g.opts.ModelProblem)
-	}
-	g.mu.Lock()
-	notice := g.modelNotice
-	g.mu.Unlock()
-	if notice != "" {
-		fmt.Fprintf(&sb, "⚠ %s\n", notice)
-	}
-	if err != nil || !ok {
-		sb.WriteString("No conversation here yet.")
-		return sb.String()
-	}
-	items, _ := g.opts.Store.Pending(ctx, b.ConversationID)
-	pending, _ := g.opts.AgentStore.PendingApprovals(ctx, b.ConversationID)
-	g.mu.Lock()
-	_, running := g.running[b.ConversationID]
-	g.mu.Unlock()
-	fmt.Fprintf(&sb, "**Conversation** `%s` · %s · queue %d · pending approvals %d · queue mode %s\n",
-		b.ConversationID, map[bool]string{true: "working", false: "idle"}[running], len(items), len(pending), g.queueMode(loc))
-	if runs, err := g.opts.AgentStore.RecentRuns(ctx, b.ConversationID, 1); err == nil && len(runs) > 0 && cfg.ContextWindow > 0 {
-		last := runs[0]
-		if last.Usage.InputTokens > 0 {
-			fmt.Fprintf(&sb, "**Context** %d of %d tokens (%d%%), %d cached\n", last.Usage.InputTokens, cfg.ContextWindow,
-				last.Usage.InputTokens*100/int64(cfg.ContextWindow), last.Usage.CachedTokens)
-		}
-	}
-	for _, p := range pending {
-		fmt.Fprintf(&sb, "• `%s` %s\n", p.ID, clipString(p.Summary, 80))
-	}
-	return strings.TrimSpace(sb.String())
-}
+func cmdMode(ctx context.Context, c *cmdCtx) string  { return reconfigure(ctx, c, true) }
+func cmdModel(ctx context.Context, c *cmdCtx) string { return reconfigure(ctx, c, false) }
 
-func orUnset(s string) string {
-	if s == "" {
-		return "(not set)"
+// reconfigure is /mode and /model: durable, for every conversation of the
+// agent from its next turn.
+func reconfigure(ctx context.Context, c *cmdCtx, isMode bool) string {
+	ag, ok := c.agentAt()
+	if !ok {
+		return "No agent here."
 	}
-	return s
+	if len(c.args) != 1 {
+		if isMode {
+			return "Usage: /mode <standard|acceptEdits|unrestricted|strict>"
+		}
+		return "Usage: /model <name>"
+	}
+	var err error
+	what := "model"
+	if isMode {
+		what = "permission mode"
+		err = ag.SetMode(ctx, c.args[0])
+	} else {
+		err = ag.SetModel(ctx, c.args[0])
+	}
+	if err != nil {
+		return channels.EscapeMarkdown(err.Error())
+	}
+	c.env.log.Info("agent reconfigured", "agent", ag.ID(), "setting", what, "value", c.args[0], "by", c.who)
+	return "The " + what + " of " + ag.ID() + " is now **" + channels.EscapeMarkdown(c.args[0]) + "**."
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
@@ -17,7 +19,7 @@ import (
 const (
 	QueueFollowup  = "followup"  // queue it; it runs as the next turn
 	QueueCollect   = "collect"   // merge everything waiting into the next turn
-	QueueSteer     = "steer"     // like collect; injected at the next turn boundary
+	QueueSteer     = "steer"     // injected into the running turn at its next step boundary
 	QueueInterrupt = "interrupt" // cancel the running turn, then run it
 )
 
@@ -28,7 +30,7 @@ type ChannelOptions struct {
 	Admins         []string // bare platform ids
 	RequireMention bool     // in groups, answer only mentions and bound threads
 	// AllowAll lets every user of the channel talk (the web page, whose
-	// only user has logged in with the token).
+	// only user has logged in with the token; the local terminal).
 	AllowAll     bool
 	QueueMode    string
 	EditInterval time.Duration // streaming edit throttle, default 1s
@@ -36,6 +38,10 @@ type ChannelOptions struct {
 	// using their id as the chat id (the web page), so an unbound location
 	// whose chat id names a conversation of the agent binds to it.
 	BrowseByConversation bool
+	// DenyAsks, when set, turns every permission ask of this channel's
+	// turns into a denial with this reason (hosts where nobody can answer:
+	// `run` with text input).
+	DenyAsks string
 }
 
 // AgentOptions are the gateway's settings for one agent.
@@ -87,25 +93,51 @@ type Options struct {
 	// ModelProblem, when set, is the advice sent instead of running a turn
 	// (serve started without a usable model).
 	ModelProblem string
+	// Claim, when set, limits the conversations this process works (a `run`
+	// works only its own); nil: every conversation with items of the
+	// channels of its adapters.
+	Claim func(conversationID string) bool
+	// PollInterval is how often the gateway looks for items other
+	// processes sharing the data directory queued (default 500ms).
+	PollInterval time.Duration
+	// Prune deletes finished work older than 7 days, at start and hourly
+	// (serve; short-lived hosts leave it to serve).
+	Prune bool
 }
 
-// Gateway routes chat events to agents and their replies back.
+// Gateway routes chat events to agents and their replies back. It owns
+// its parts — intake (auth, pairing, dedupe, binding, enqueue), the
+// conversation workers, approvals (the one decide path), the outbox — and
+// wires them; no part holds a pointer back to the Gateway.
 type Gateway struct {
+	env       *env
+	intake    *intake
+	workers   *workers
+	approvals *approvals
+	outbox    *outbox
+	notice    atomic.Pointer[string]
+
+	mu   sync.Mutex
+	down map[string]string // channel → why it is down
+}
+
+// env is what every part may read: options, logger, adapters, clock. It is
+// immutable after New.
+type env struct {
 	opts     Options
 	log      *slog.Logger
+	metrics  *Metrics
 	adapters map[string]channels.Adapter
-
-	mu       sync.Mutex
-	running  map[string]*worker    // by conversation id
-	queueMod map[string]string     // location → queue mode set with /queue
-	parked   map[string]parkedTurn // conversation → message of its turn waiting for approval
-	slots    chan struct{}
-
-	kickOutbox  chan struct{}
-	modelNotice string // set by SetModelNotice, shown by /status
-	wg          sync.WaitGroup
-	ctx         context.Context // set by Run
+	channels []string // the names of the adapters, sorted: the channels this process works
+	now      func() time.Time
 }
+
+func (e *env) adapter(loc channels.Location) (channels.Adapter, bool) {
+	a, ok := e.adapters[loc.Channel]
+	return a, ok
+}
+
+func (e *env) channel(name string) ChannelOptions { return e.opts.Channels[name] }
 
 // New returns a Gateway for the given adapters.
 func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
@@ -121,6 +153,9 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 256
 	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 500 * time.Millisecond
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -130,22 +165,17 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	g := &Gateway{
-		opts:       opts,
-		log:        opts.Logger,
-		adapters:   map[string]channels.Adapter{},
-		running:    map[string]*worker{},
-		queueMod:   map[string]string{},
-		parked:     map[string]parkedTurn{},
-		slots:      make(chan struct{}, opts.Workers),
-		kickOutbox: make(chan struct{}, 1),
+	chOpts := map[string]ChannelOptions{}
+	for k, v := range opts.Channels {
+		chOpts[k] = v
 	}
+	e := &env{log: opts.Logger, metrics: opts.Metrics, adapters: map[string]channels.Adapter{}, now: opts.Now}
 	for _, a := range adapters {
 		name := a.Name()
-		if _, dup := g.adapters[name]; dup {
+		if _, dup := e.adapters[name]; dup {
 			return nil, fmt.Errorf("gateway: two adapters named %q", name)
 		}
-		co := opts.Channels[name]
+		co := chOpts[name]
 		if co.Agent == "" {
 			co.Agent = firstAgent(opts.Agents)
 		}
@@ -158,12 +188,21 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 		if co.QueueMode == "" {
 			co.QueueMode = QueueFollowup
 		}
-		if g.opts.Channels == nil {
-			g.opts.Channels = map[string]ChannelOptions{}
-		}
-		g.opts.Channels[name] = co
-		g.adapters[name] = a
+		chOpts[name] = co
+		e.adapters[name] = a
+		e.channels = append(e.channels, name)
 	}
+	slices.Sort(e.channels)
+	opts.Channels = chOpts
+	e.opts = opts
+
+	g := &Gateway{env: e}
+	g.outbox = newOutbox(e)
+	g.approvals = newApprovals(e, g.outbox)
+	g.workers = newWorkers(e)
+	proc := &processor{env: e, outbox: g.outbox, approvals: g.approvals, workers: g.workers, notice: g.modelNotice}
+	g.workers.process = proc.process
+	g.intake = &intake{env: e, workers: g.workers, approvals: g.approvals, outbox: g.outbox, notice: g.modelNotice}
 	return g, nil
 }
 
@@ -181,96 +220,128 @@ func firstAgent(agents map[string]*agentcore.Agent) string {
 }
 
 // Run starts the adapters, the workers of conversations with queued work,
-// the outbox and the approval expiry sweeper, and blocks until ctx ends.
-// It returns after every goroutine it started has stopped; running turns
+// the outbox, the approval expiry sweeper and the poll for items other
+// processes queued, and blocks until ctx ends. A channel whose Start fails
+// is reported and retried with backoff; the other channels keep working.
+// Run returns after every goroutine it started has stopped; running turns
 // get grace to reach a step boundary before they are cancelled, and their
 // queue items stay queued.
 func (g *Gateway) Run(ctx context.Context, grace time.Duration) error {
+	e := g.env
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
-	g.mu.Lock()
-	g.ctx = runCtx
-	g.mu.Unlock()
+	g.workers.start(runCtx)
 
 	adapterCtx, stopAdapters := context.WithCancel(ctx)
 	defer stopAdapters()
-	errs := make(chan error, len(g.adapters))
 	var adapters sync.WaitGroup
-	for name, a := range g.adapters {
+	for _, name := range e.channels {
+		a := e.adapters[name]
 		adapters.Add(1)
 		go func() {
 			defer adapters.Done()
-			if err := a.Start(adapterCtx, &handler{g: g, channel: name}); err != nil && adapterCtx.Err() == nil {
-				g.log.Error("channel stopped", "channel", name, "err", err)
-				errs <- fmt.Errorf("channel %s: %w", name, err)
-			}
+			g.runAdapter(adapterCtx, name, a)
 		}()
 	}
-	g.wg.Add(3)
-	go func() { defer g.wg.Done(); g.outboxLoop(runCtx) }()
-	go func() { defer g.wg.Done(); g.expiryLoop(runCtx) }()
-	go func() { defer g.wg.Done(); g.pruneLoop(runCtx) }()
-	if err := g.recover(runCtx); err != nil {
-		g.log.Error("recover queued work", "err", err)
+	var loops sync.WaitGroup
+	loops.Add(3)
+	go func() { defer loops.Done(); g.outbox.run(runCtx) }()
+	go func() { defer loops.Done(); g.approvals.expiryLoop(runCtx) }()
+	go func() { defer loops.Done(); g.workers.pollLoop(runCtx, g.outbox.kick) }()
+	if e.opts.Prune {
+		loops.Add(1)
+		go func() { defer loops.Done(); g.pruneLoop(runCtx) }()
 	}
+	if err := g.workers.recover(runCtx); err != nil {
+		e.log.Error("recover queued work", "err", err)
+	}
+	g.outbox.kick()
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errs:
-	}
+	<-ctx.Done()
 	// Stop intake first, then let turns reach a boundary.
 	stopAdapters()
 	adapters.Wait()
-	g.drain(grace)
+	g.workers.drain(grace)
 	cancelRun()
-	g.wg.Wait()
-	return runErr
+	g.workers.wait()
+	loops.Wait()
+	return nil
 }
 
-// drain waits up to grace for running turns, then cancels them.
-func (g *Gateway) drain(grace time.Duration) {
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
-	for {
-		g.mu.Lock()
-		n := len(g.running)
-		var ws []*worker
-		for _, w := range g.running {
-			ws = append(ws, w)
-			w.stopping = true
-		}
-		g.mu.Unlock()
-		if n == 0 {
+// runAdapter runs one adapter until ctx ends; when its Start fails (a
+// refused token, a listener in use) it is reported and retried with
+// backoff, so the other channels keep working.
+func (g *Gateway) runAdapter(ctx context.Context, name string, a channels.Adapter) {
+	e := g.env
+	h := &handler{in: g.intake, channel: name}
+	wait := time.Duration(0)
+	for ctx.Err() == nil {
+		e.log.Info("channel starting", "channel", name)
+		started := e.now()
+		reg := g.registerCommands(ctx, name, a)
+		// A channel that keeps running for a while is up again.
+		up := time.AfterFunc(20*time.Second, func() { g.setDown(name, nil) })
+		err := a.Start(ctx, h)
+		up.Stop()
+		reg()
+		if ctx.Err() != nil {
+			e.log.Info("channel stopped", "channel", name)
 			return
 		}
-		select {
-		case <-deadline.C:
-			for _, w := range ws {
-				w.cancel(errShutdown)
-			}
+		if e.now().Sub(started) > time.Minute {
+			wait = 0
+		}
+		wait = backoff(wait)
+		g.setDown(name, err)
+		e.log.Error("channel down; retrying", "channel", name, "err", err, "retry_in", wait)
+		if !sleepCtx(ctx, wait) {
 			return
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-var errShutdown = errors.New("switchboard is shutting down")
+// registerCommands registers the command table with an adapter that can
+// show it natively, in the background while the adapter starts, retrying
+// with backoff. The returned function waits for it to stop.
+func (g *Gateway) registerCommands(ctx context.Context, name string, a channels.Adapter) func() {
+	r, ok := a.(channels.CommandRegistrar)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait := time.Duration(0)
+		for {
+			err := r.RegisterCommands(ctx, nativeCommands())
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			wait = backoff(wait)
+			g.env.log.Warn("register commands", "channel", name, "err", err, "retry_in", wait)
+			if !sleepCtx(ctx, wait) {
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
 
 // pruneLoop deletes finished work older than the retention, at start and
 // then hourly.
 func (g *Gateway) pruneLoop(ctx context.Context) {
-	p, ok := g.opts.Store.(Pruner)
+	p, ok := g.env.opts.Store.(Pruner)
 	if !ok {
 		return
 	}
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
 	for {
-		if n, err := p.PruneDelivered(ctx, g.opts.Now().Add(-retention)); err != nil && ctx.Err() == nil {
-			g.log.Warn("prune finished work", "err", err)
+		if n, err := p.PruneDelivered(ctx, g.env.now().Add(-retention)); err != nil && ctx.Err() == nil {
+			g.env.log.Warn("prune finished work", "err", err)
 		} else if n > 0 {
-			g.log.Debug("pruned finished work", "records", n)
+			g.env.log.Debug("pruned finished work", "records", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -280,33 +351,70 @@ func (g *Gateway) pruneLoop(ctx context.Context) {
 	}
 }
 
-// recover starts workers for conversations that have queued items (after
-// a restart).
-func (g *Gateway) recover(ctx context.Context) error {
-	busy, err := g.opts.Store.Busy(ctx)
-	if err != nil {
-		return err
+// setDown records that a channel's Start failed (err) or that it runs
+// again (nil).
+func (g *Gateway) setDown(name string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.down == nil {
+		g.down = map[string]string{}
 	}
-	for _, conv := range busy {
-		g.kick(conv)
+	if err == nil {
+		delete(g.down, name)
+		return
 	}
-	g.kickOut()
-	return nil
+	g.down[name] = err.Error()
 }
 
-// adapterFor returns the adapter of a location's channel.
-func (g *Gateway) adapterFor(loc channels.Location) (channels.Adapter, bool) {
-	a, ok := g.adapters[loc.Channel]
-	return a, ok
+// Down returns the channels whose Start failed and has not run since, with
+// the reason (for /readyz and the web page's banner).
+func (g *Gateway) Down() map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]string, len(g.down))
+	for k, v := range g.down {
+		out[k] = v
+	}
+	return out
 }
 
 // SetModelNotice sets (or, with "", clears) a line /status shows about the
 // model endpoint, e.g. that it cannot be reached.
-func (g *Gateway) SetModelNotice(s string) {
-	g.mu.Lock()
-	g.modelNotice = s
-	g.mu.Unlock()
+func (g *Gateway) SetModelNotice(s string) { g.notice.Store(&s) }
+
+func (g *Gateway) modelNotice() string {
+	if p := g.notice.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Adapters returns the gateway's adapters by name.
-func (g *Gateway) Adapters() map[string]channels.Adapter { return g.adapters }
+func (g *Gateway) Adapters() map[string]channels.Adapter { return g.env.adapters }
+
+// Decide is the one decide path for hosts that decide by approval id
+// rather than by button (stream-json, ACP, the CLI): see Decider.
+func (g *Gateway) Decide(ctx context.Context, req DecideRequest) (DecideResult, error) {
+	return g.approvals.decide(ctx, req)
+}
+
+func backoff(d time.Duration) time.Duration {
+	switch {
+	case d <= 0:
+		return 100 * time.Millisecond
+	case d >= 10*time.Second:
+		return 10 * time.Second
+	}
+	return d * 2
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

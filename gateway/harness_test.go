@@ -101,7 +101,7 @@ func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ..
 		Env:      agentcore.ToolEnv{AgentID: "main", Workspace: h.workspace, Runner: sandbox.NewRunner(sandbox.Options{Redactor: red}), Redactor: red, Env: []string{"PATH=/usr/bin:/bin"}},
 		Now:      h.clock.Now,
 	})
-	caps := channels.Capabilities{MaxMessageLen: 4000, Edit: !o.noEdit, Buttons: true, Threads: true, Dialect: channels.Plain}
+	caps := channels.Capabilities{MaxMessageLen: 4000, Edit: !o.noEdit, Buttons: true, Dialect: channels.Plain}
 	h.chat = channelstest.New("chat", caps)
 	h.phone = channelstest.New("phone", caps)
 	h.gw, err = gateway.New(gateway.Options{

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
@@ -9,56 +11,126 @@ import (
 )
 
 // Conversations implements channels.HistoryHandler: the conversations of
-// the channel's agent, most recent first.
+// the channel's agent, most recent first, each with the location of this
+// channel it is bound to, so the surface reopens it there.
 func (h *handler) Conversations(ctx context.Context, who string) ([]channels.ConversationInfo, error) {
-	agentID := h.g.opts.Channels[h.channel].Agent
-	convs, err := h.g.opts.AgentStore.ListConversations(ctx, agentID, 50)
+	e := h.in.env
+	agentID := e.channel(h.channel).Agent
+	convs, err := e.opts.AgentStore.ListConversations(ctx, agentID, 50)
 	if err != nil {
 		return nil, err
 	}
 	var out []channels.ConversationInfo
 	for _, c := range convs {
-		title := ""
-		if msgs, err := h.g.opts.AgentStore.Messages(ctx, c.ID, 0, 1); err == nil && len(msgs) > 0 {
-			title = clipString(strings.TrimSpace(msgs[0].Text()), 60)
+		info := channels.ConversationInfo{ID: c.ID, Agent: c.AgentID, UpdatedAt: c.Updated}
+		if msgs, err := e.opts.AgentStore.Messages(ctx, c.ID, 0, 1); err == nil && len(msgs) > 0 {
+			info.Title = clipString(strings.TrimSpace(msgs[0].Text()), 60)
 		}
-		out = append(out, channels.ConversationInfo{ID: c.ID, Agent: c.AgentID, Title: title, UpdatedAt: c.Updated})
+		if bs, err := e.opts.Store.BindingsOf(ctx, c.ID); err == nil {
+			for _, b := range bs {
+				loc, err := channels.ParseLocation(b.Location)
+				if err != nil {
+					continue
+				}
+				if loc.Channel == h.channel {
+					info.Location = loc // the newest binding of this channel wins
+				} else if !slices.Contains(info.Elsewhere, loc.Channel) {
+					info.Elsewhere = append(info.Elsewhere, loc.Channel)
+				}
+			}
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }
 
 // History implements channels.HistoryHandler: the visible messages of a
-// conversation (user texts and assistant texts with their tool activity).
+// conversation — user texts, assistant texts with each tool call and its
+// true outcome — and its pending approvals as working approval cards.
 func (h *handler) History(ctx context.Context, conversationID string) ([]channels.HistoryItem, error) {
-	var out []channels.HistoryItem
+	e := h.in.env
+	var msgs []agentcore.Message
 	var after int64
 	for {
-		msgs, err := h.g.opts.AgentStore.Messages(ctx, conversationID, after, 500)
+		page, err := e.opts.AgentStore.Messages(ctx, conversationID, after, 500)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range msgs {
-			after = m.Seq
-			switch m.Role {
-			case agentcore.RoleUser:
-				if t := m.Text(); t != "" {
-					out = append(out, channels.HistoryItem{ID: m.ID, Role: channels.RoleUser, Message: channels.TextMessage(t), At: m.CreatedAt})
-				}
-			case agentcore.RoleAssistant:
-				var parts []channels.Part
-				for _, c := range m.ToolCalls {
-					parts = append(parts, channels.ToolActivity{ID: c.ID, Title: toolTitle(c.Name, []byte(c.Arguments)), Kind: toolKind(c.Name), Status: channels.StatusDone})
-				}
-				if t := m.Text(); t != "" {
-					parts = append(parts, channels.Text{Markdown: t})
-				}
-				if len(parts) > 0 {
-					out = append(out, channels.HistoryItem{ID: m.ID, Role: channels.RoleAssistant, Message: channels.Message{Parts: parts}, At: m.CreatedAt})
-				}
-			}
+		msgs = append(msgs, page...)
+		if len(page) < 500 {
+			break
 		}
-		if len(msgs) < 500 {
-			return out, nil
+		after = page[len(page)-1].Seq
+	}
+	pending, err := e.opts.AgentStore.PendingApprovals(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	waiting := map[string]agentcore.Approval{}
+	for _, ap := range pending {
+		waiting[ap.ToolCallID] = ap
+	}
+	results := map[string]agentcore.Message{}
+	for _, m := range msgs {
+		if m.Role == agentcore.RoleTool {
+			results[m.ToolCallID] = m
 		}
 	}
+	ag := e.opts.Agents[e.channel(h.channel).Agent]
+	var out []channels.HistoryItem
+	for _, m := range msgs {
+		switch m.Role {
+		case agentcore.RoleUser:
+			if t := m.Text(); t != "" {
+				out = append(out, channels.HistoryItem{ID: m.ID, Role: channels.RoleUser, Message: channels.TextMessage(t), At: m.CreatedAt})
+			}
+		case agentcore.RoleAssistant:
+			var parts []channels.Part
+			for _, c := range m.ToolCalls {
+				parts = append(parts, historyActivity(ag, c, results, waiting))
+			}
+			if t := m.Text(); t != "" {
+				parts = append(parts, channels.Text{Markdown: t})
+			}
+			if len(parts) > 0 {
+				out = append(out, channels.HistoryItem{ID: m.ID, Role: channels.RoleAssistant, Message: channels.Message{Parts: parts}, At: m.CreatedAt})
+			}
+		}
+	}
+	for _, ap := range pending {
+		bs, err := e.opts.Store.ApprovalButtons(ctx, ap.ID)
+		if err != nil {
+			return nil, err
+		}
+		withButtons := len(bs) > 0
+		if ad, ok := e.adapters[h.channel]; ok && !ad.Capabilities().Buttons {
+			withButtons = false
+		}
+		out = append(out, channels.HistoryItem{ID: ap.ID, Role: channels.RoleSystem, Message: approvalMessage(ap, bs, withButtons), At: ap.Created})
+	}
+	return out, nil
+}
+
+// historyActivity is one past tool call with the outcome its result
+// recorded (or pending, when it waits for a decision).
+func historyActivity(ag *agentcore.Agent, c agentcore.ToolCall, results map[string]agentcore.Message, waiting map[string]agentcore.Approval) channels.ToolActivity {
+	title, kind := c.Name, "other"
+	if ag != nil {
+		title, kind = ag.Tools().Describe(c.Name, json.RawMessage(c.Arguments))
+	}
+	a := channels.ToolActivity{ID: c.ID, Title: title, Kind: kind}
+	r, done := results[c.ID]
+	switch {
+	case done:
+		a.Outcome = r.Outcome
+		if a.Outcome == "" { // results stored before outcomes were
+			a.Outcome = map[bool]string{true: channels.OutcomeError, false: channels.OutcomeOK}[r.IsError]
+		}
+		a.Status = channels.StatusOf(a.Outcome)
+	case waiting[c.ID].ID != "":
+		a.Status = channels.StatusPending
+	default:
+		a.Status = channels.StatusRunning
+	}
+	return a
 }

@@ -2,131 +2,214 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
+// intake is the part of the gateway that accepts what adapters read: it
+// authenticates people, runs pairing, drops platform retries, resolves the
+// binding and writes a queue item durably before the adapter may
+// acknowledge. Only /stop, /approve, /deny and the other immediate commands
+// act at once; nothing slow runs on an adapter's delivery path.
+type intake struct {
+	env       *env
+	workers   *workers
+	approvals *approvals
+	outbox    *outbox
+	notice    func() string
+}
+
 // handler is the channels.Handler the gateway gives one adapter.
 type handler struct {
-	g       *Gateway
+	in      *intake
 	channel string
 }
 
-// messagePayload is the body of an ItemMessage.
-type messagePayload struct {
-	EventID     string           `json:"eventId"`
-	MessageID   string           `json:"messageId,omitempty"` // the platform's id, to thread the reply
-	Text        string           `json:"text"`
-	Who         string           `json:"who"` // qualified id
-	Name        string           `json:"name,omitempty"`
-	Origin      string           `json:"origin,omitempty"`
-	Attachments []attachmentData `json:"attachments,omitempty"`
-}
-
-type attachmentData struct {
-	Name string `json:"name"`
-	MIME string `json:"mime"`
-	Data []byte `json:"data"`
-}
-
-// maxImageBytes bounds an image sent to the model.
-const maxImageBytes = 5 << 20
-
 func (h *handler) OnInbound(ctx context.Context, in channels.Inbound) error {
-	g := h.g
-	g.opts.Metrics.Inbound.WithLabelValues(h.channel).Inc()
-	co := g.opts.Channels[h.channel]
-	who := channels.QualifiedID(h.channel, in.User.ID)
-	text := strings.TrimSpace(in.Text)
+	return h.in.inbound(ctx, h.channel, in)
+}
 
-	allowed, admin, err := g.authorize(ctx, h.channel, in.User.ID)
+func (h *handler) OnAction(ctx context.Context, a channels.Action) (channels.ActionReply, error) {
+	return h.in.action(ctx, h.channel, a)
+}
+
+// sender is who wrote an inbound, as the gateway judges them.
+type sender struct {
+	channel string
+	who     string // qualified id
+	user    channels.User
+	admin   bool
+}
+
+func (in *intake) inbound(ctx context.Context, channel string, msg channels.Inbound) error {
+	e := in.env
+	e.metrics.Inbound.WithLabelValues(channel).Inc()
+	co := e.channel(channel)
+	msg.Location.Channel = channel
+	s := sender{channel: channel, who: channels.QualifiedID(channel, msg.User.ID), user: msg.User}
+	allowed, admin, err := in.authorize(ctx, channel, msg)
 	if err != nil {
 		return err
 	}
+	s.admin = admin
 	if !allowed {
-		if in.DirectMessage {
-			return g.startPairing(ctx, h.channel, in)
+		if msg.DirectMessage {
+			return in.startPairing(ctx, channel, msg)
 		}
-		g.log.Debug("ignored message from unknown user in a group", "channel", h.channel, "user", who)
+		e.log.Debug("ignored message from unknown user in a group", "channel", channel, "user", s.who)
 		return nil
 	}
-	binding, bound, err := g.binding(ctx, in.Location)
+	b, bound, err := in.binding(ctx, msg.Location)
 	if err != nil {
 		return err
 	}
-	if !in.DirectMessage && co.RequireMention && !in.Mentioned && !in.ReplyToBot && !(bound && in.Location.ThreadID != "") {
+	if !msg.DirectMessage && co.RequireMention && !msg.Mentioned && !msg.ReplyToBot && !(bound && msg.Location.ThreadID != "") {
 		return nil
 	}
-	if strings.HasPrefix(text, "/") {
-		if handled, err := g.command(ctx, h.channel, in, who, admin); handled || err != nil {
-			return err
-		}
+	text := strings.TrimSpace(msg.Text)
+	if cmd, args, ok := parseCommand(text); ok {
+		return in.command(ctx, s, msg, cmd, args)
 	}
-	if text == "" && len(in.Attachments) == 0 {
+	if text == "" && len(msg.Attachments) == 0 {
 		return nil
-	}
-	if !bound && co.BrowseByConversation {
-		if c, err := g.opts.AgentStore.Conversation(ctx, in.Location.ChatID); err == nil && c.AgentID == co.Agent {
-			binding = Binding{Location: in.Location.String(), AgentID: c.AgentID, ConversationID: c.ID, Created: g.opts.Now().UTC()}
-			if err := g.opts.Store.Bind(ctx, binding); err != nil {
-				return fmt.Errorf("bind %s: %w", in.Location, err)
-			}
-			bound = true
-		}
 	}
 	if !bound {
-		binding, err = g.bind(ctx, in.Location, co.Agent)
-		if err != nil {
+		if b, err = in.bindFor(ctx, msg.Location, co); err != nil {
 			return err
 		}
 	}
-	if g.opts.ModelProblem != "" {
-		g.post(ctx, in.Location, outMessage{Notice: g.opts.ModelProblem})
+	if e.opts.ModelProblem != "" {
+		in.outbox.post(ctx, msg.Location, channels.Message{Parts: []channels.Part{channels.Notice{Text: e.opts.ModelProblem}}})
 		return nil
 	}
-	p := messagePayload{EventID: in.EventID, MessageID: in.MessageID, Text: in.Text, Who: who, Name: displayName(in.User), Origin: origin(h.channel, in)}
-	for _, a := range in.Attachments {
+	p := messagePayload{EventID: msg.EventID, MessageID: msg.MessageID, Text: msg.Text, Who: s.who, UserID: msg.User.ID,
+		Name: displayName(msg.User), Origin: origin(channel, msg)}
+	for _, a := range msg.Attachments {
 		if len(a.Data) > 0 {
 			p.Attachments = append(p.Attachments, attachmentData{Name: a.Name, MIME: a.MIME, Data: a.Data})
 		}
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
+	enqueued, err := in.enqueue(ctx, b, ItemMessage, msg, p)
+	if err != nil || !enqueued {
 		return err
 	}
-	key := ""
-	if in.EventID != "" {
-		key = h.channel + ":" + in.EventID
+	if in.workers.queueMode(ctx, msg.Location) == QueueInterrupt {
+		in.workers.cancel(b.ConversationID, errInterrupted)
 	}
-	_, enqueued, err := g.opts.Store.Enqueue(ctx, Item{
-		ConversationID: binding.ConversationID,
-		AgentID:        binding.AgentID,
-		Kind:           ItemMessage,
-		Location:       in.Location.String(),
-		Payload:        body,
-		Created:        g.opts.Now().UTC(),
-	}, key, g.opts.DedupeTTL)
+	in.workers.kick(b.ConversationID)
+	return nil
+}
+
+// enqueue writes an item (deduped on the platform's event id) and reports
+// whether it is new.
+func (in *intake) enqueue(ctx context.Context, b Binding, kind ItemKind, msg channels.Inbound, p messagePayload) (bool, error) {
+	e := in.env
+	body, err := encodePayload(p)
 	if err != nil {
-		return fmt.Errorf("queue message: %w", err)
+		return false, err
+	}
+	key := ""
+	if msg.EventID != "" {
+		key = msg.Location.Channel + ":" + msg.EventID
+	}
+	_, enqueued, err := e.opts.Store.Enqueue(ctx, Item{
+		ConversationID: b.ConversationID,
+		AgentID:        b.AgentID,
+		Kind:           kind,
+		Location:       msg.Location.String(),
+		Payload:        body,
+		Created:        e.now().UTC(),
+	}, key, e.opts.DedupeTTL)
+	if err != nil {
+		return false, fmt.Errorf("queue %s: %w", kind, err)
 	}
 	if !enqueued {
-		g.opts.Metrics.Duplicates.WithLabelValues(h.channel).Inc()
-		return nil
+		e.metrics.Duplicates.WithLabelValues(msg.Location.Channel).Inc()
 	}
-	if g.queueMode(in.Location) == QueueInterrupt {
-		g.interrupt(binding.ConversationID)
+	return enqueued, nil
+}
+
+// bindFor binds an unbound location: to the conversation its chat id names
+// (surfaces that reopen listed conversations), else to a new conversation of
+// the channel's agent.
+func (in *intake) bindFor(ctx context.Context, loc channels.Location, co ChannelOptions) (Binding, error) {
+	e := in.env
+	if co.BrowseByConversation {
+		if c, err := e.opts.AgentStore.Conversation(ctx, loc.ChatID); err == nil {
+			if _, ok := e.opts.Agents[c.AgentID]; ok {
+				b := Binding{Location: loc.String(), AgentID: c.AgentID, ConversationID: c.ID, Created: e.now().UTC()}
+				if err := e.opts.Store.Bind(ctx, b); err != nil {
+					return Binding{}, fmt.Errorf("bind %s: %w", loc, err)
+				}
+				return b, nil
+			}
+		}
 	}
-	g.kick(binding.ConversationID)
-	return nil
+	return in.bindNew(ctx, loc, co.Agent)
+}
+
+// bindNew creates a new conversation for a location.
+func (in *intake) bindNew(ctx context.Context, loc channels.Location, agentID string) (Binding, error) {
+	b, err := newBinding(ctx, in.env, loc, agentID)
+	if err != nil {
+		return Binding{}, err
+	}
+	if err := in.env.opts.Store.Bind(ctx, b); err != nil {
+		return Binding{}, fmt.Errorf("bind %s: %w", loc, err)
+	}
+	return b, nil
+}
+
+// newBinding creates a conversation of agentID for loc (not yet bound).
+func newBinding(ctx context.Context, e *env, loc channels.Location, agentID string) (Binding, error) {
+	ag, ok := e.opts.Agents[agentID]
+	if !ok {
+		return Binding{}, fmt.Errorf("unknown agent %q", agentID)
+	}
+	conv, err := ag.NewConversation(ctx)
+	if err != nil {
+		return Binding{}, err
+	}
+	return Binding{Location: loc.String(), AgentID: agentID, ConversationID: conv.ID, Created: e.now().UTC()}, nil
+}
+
+// binding returns the binding of a location.
+func (in *intake) binding(ctx context.Context, loc channels.Location) (Binding, bool, error) {
+	return lookupBinding(ctx, in.env, loc)
+}
+
+func lookupBinding(ctx context.Context, e *env, loc channels.Location) (Binding, bool, error) {
+	b, err := e.opts.Store.Binding(ctx, loc.String())
+	if errors.Is(err, ErrNotFound) {
+		return Binding{}, false, nil
+	}
+	if err != nil {
+		return Binding{}, false, fmt.Errorf("look up binding: %w", err)
+	}
+	return b, true, nil
+}
+
+// action handles a button press: the one decide path, for the approval the
+// token names.
+func (in *intake) action(ctx context.Context, channel string, a channels.Action) (channels.ActionReply, error) {
+	e := in.env
+	e.metrics.Actions.WithLabelValues(channel).Inc()
+	b, err := e.opts.Store.Button(ctx, a.Token)
+	if errors.Is(err, ErrNotFound) {
+		return channels.ActionReply{Text: "This button is no longer valid.", Alert: true}, nil
+	}
+	if err != nil {
+		return channels.ActionReply{}, err
+	}
+	res, err := in.approvals.decide(ctx, DecideRequest{ApprovalID: b.ApprovalID, Action: b.Action, By: channels.QualifiedID(channel, a.User.ID)})
+	if err != nil {
+		return channels.ActionReply{Text: "Could not record the decision; try again.", Alert: true}, nil
+	}
+	return channels.ActionReply{Text: res.Reply, Alert: res.Refused}, nil
 }
 
 func displayName(u channels.User) string {
@@ -152,123 +235,13 @@ func origin(channel string, in channels.Inbound) string {
 	return channel + " " + kind
 }
 
-// authorize says whether a user may talk, and whether they are an admin.
-func (g *Gateway) authorize(ctx context.Context, channel, userID string) (allowed, admin bool, err error) {
-	co := g.opts.Channels[channel]
-	if slices.Contains(co.Admins, userID) {
-		return true, true, nil
-	}
-	if co.AllowAll || slices.Contains(co.AllowUsers, userID) {
-		return true, co.AllowAll && len(co.Admins) == 0, nil
-	}
-	paired, err := g.opts.Store.Paired(ctx, channel, userID)
-	if err != nil {
-		return false, false, fmt.Errorf("check pairing: %w", err)
-	}
-	return paired, false, nil
-}
-
-// isAdmin says whether a qualified id is an admin of its channel.
-func (g *Gateway) isAdmin(who string) bool {
-	ch, id, err := channels.ParseIdentity(who)
-	if err != nil {
-		return false
-	}
-	co, ok := g.opts.Channels[ch]
-	if !ok {
-		return false
-	}
-	return slices.Contains(co.Admins, id) || (co.AllowAll && len(co.Admins) == 0)
-}
-
-const (
-	pairingTTL        = time.Hour
-	maxPendingPairing = 3
-)
-
-// startPairing answers an unknown user's DM with a one-time code.
-func (g *Gateway) startPairing(ctx context.Context, channel string, in channels.Inbound) error {
-	now := g.opts.Now().UTC()
-	p, ok, err := g.opts.Store.CreatePairing(ctx, Pairing{
-		Code:     pairingCode(),
-		Channel:  channel,
-		UserID:   in.User.ID,
-		UserName: displayName(in.User),
-		Location: in.Location.String(),
-		Created:  now,
-		Expires:  now.Add(pairingTTL),
-	}, maxPendingPairing, now)
-	if err != nil {
-		return fmt.Errorf("create pairing code: %w", err)
-	}
-	if !ok {
-		g.post(ctx, in.Location, outMessage{Notice: "This bot only talks to people its owner allowed, and too many pairing requests are waiting. Try again in an hour."})
-		return nil
-	}
-	g.post(ctx, in.Location, outMessage{Markdown: fmt.Sprintf(
-		"Hi! I only talk to people my owner allowed.\n\nYour pairing code is **%s** (valid for one hour). Ask the owner to run `switchboard pair approve %s` or to send `/pair approve %s` to me.",
-		p.Code, p.Code, p.Code)})
-	return nil
-}
-
-// pairingCode is 8 characters from an alphabet without look-alikes.
-func pairingCode() string {
-	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	b := make([]byte, 8)
-	for i := range b {
-		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		b[i] = alphabet[n.Int64()]
-	}
-	return string(b)
-}
-
-// binding returns the binding of a location.
-func (g *Gateway) binding(ctx context.Context, loc channels.Location) (Binding, bool, error) {
-	b, err := g.opts.Store.Binding(ctx, loc.String())
-	if errors.Is(err, ErrNotFound) {
-		return Binding{}, false, nil
-	}
-	if err != nil {
-		return Binding{}, false, fmt.Errorf("look up binding: %w", err)
-	}
-	return b, true, nil
-}
-
-// bind creates a new conversation for a location.
-func (g *Gateway) bind(ctx context.Context, loc channels.Location, agentID string) (Binding, error) {
-	ag, ok := g.opts.Agents[agentID]
-	if !ok {
-		return Binding{}, fmt.Errorf("unknown agent %q", agentID)
-	}
-	conv, err := ag.NewConversation(ctx)
-	if err != nil {
-		return Binding{}, err
-	}
-	b := Binding{Location: loc.String(), AgentID: agentID, ConversationID: conv.ID, Created: g.opts.Now().UTC()}
-	if err := g.opts.Store.Bind(ctx, b); err != nil {
-		return Binding{}, fmt.Errorf("bind %s: %w", loc, err)
-	}
-	return b, nil
-}
-
-func (g *Gateway) queueMode(loc channels.Location) string {
-	g.mu.Lock()
-	m := g.queueMod[loc.String()]
-	g.mu.Unlock()
-	if m != "" {
-		return m
-	}
-	return g.opts.Channels[loc.Channel].QueueMode
-}
-
 // inputFor turns a message payload into agent input. dropped, when not
 // empty, tells the person what did not reach the model.
-func (g *Gateway) inputFor(agentID string, p messagePayload) (in agentcore.Input, dropped string) {
+func inputFor(vision bool, p messagePayload) (in agentcore.Input, dropped string) {
 	parts := []agentcore.Part{}
 	if strings.TrimSpace(p.Text) != "" {
 		parts = append(parts, agentcore.Part{Type: agentcore.PartText, Text: p.Text})
 	}
-	vision := g.opts.AgentOptions[agentID].Vision
 	for _, a := range p.Attachments {
 		switch {
 		case !strings.HasPrefix(a.MIME, "image/"):
@@ -292,3 +265,6 @@ func (g *Gateway) inputFor(agentID string, p messagePayload) (in agentcore.Input
 	}
 	return agentcore.Input{Kind: agentcore.InputUser, Parts: parts, Requester: p.Who, Speaker: speaker, Origin: p.Origin}, dropped
 }
+
+// maxImageBytes bounds an image sent to the model.
+const maxImageBytes = 5 << 20

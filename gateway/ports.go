@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
 )
 
 // ErrNotFound is returned by the gateway's storage ports when a record
@@ -36,6 +38,7 @@ const (
 	ItemMessage      ItemKind = "message"      // a person's message: a turn
 	ItemResume       ItemKind = "resume"       // continue a turn parked on approvals
 	ItemNotification ItemKind = "notification" // a harness message (task report)
+	ItemCommand      ItemKind = "command"      // a /command from the command table
 )
 
 // Item is one durable unit of work for a conversation's worker.
@@ -46,6 +49,9 @@ type Item struct {
 	Kind           ItemKind
 	// Location is where replies go (channels.Location.String()).
 	Location string
+	// Channel is the location's channel, set by the store: a process works
+	// only the items of the channels it runs.
+	Channel string
 	// Payload is the item's JSON body (for messages: the inbound text,
 	// sender and attachments as the gateway encodes them).
 	Payload []byte
@@ -65,17 +71,32 @@ type Queue interface {
 	// the item are written in one transaction.
 	Enqueue(ctx context.Context, it Item, dedupeKey string, dedupeTTL time.Duration) (id int64, enqueued bool, err error)
 	// Peek returns the oldest unfinished item of a conversation, or
-	// ErrNotFound. It increments the item's Attempts.
-	Peek(ctx context.Context, conversationID string) (Item, error)
+	// ErrNotFound. When the item's channel is one of channels (nil: any),
+	// its Attempts are incremented; otherwise it is returned untouched,
+	// for the process that runs its channel.
+	Peek(ctx context.Context, conversationID string, channels []string) (Item, error)
 	// Complete marks an item done (it is never returned again). Completing
 	// an unknown or already done item is ErrNotFound, so a turn worked
 	// twice can never complete (and reply) twice.
 	Complete(ctx context.Context, id int64) error
 	// Pending returns the unfinished items of a conversation in order.
 	Pending(ctx context.Context, conversationID string) ([]Item, error)
-	// Busy lists conversations that have unfinished items (for recovery
-	// after a restart).
-	Busy(ctx context.Context) ([]string, error)
+	// Busy lists conversations that have unfinished items in one of
+	// channels (nil: any), for recovery after a restart and for noticing
+	// items other processes queued.
+	Busy(ctx context.Context, channels []string) ([]string, error)
+	// ClaimDedupe records a dedupe key as Enqueue does, without an item
+	// (commands that act at once); fresh is false for a key seen within
+	// its expiry.
+	ClaimDedupe(ctx context.Context, key string, ttl time.Duration) (fresh bool, err error)
+	// Rebind binds b.Location to b.ConversationID and moves the location's
+	// unfinished items queued after item afterID to the new conversation,
+	// in one transaction (/new: messages sent after it go to the new
+	// conversation).
+	Rebind(ctx context.Context, b Binding, afterID int64) error
+	// LatestIDs returns the newest queue and outbox item ids, so a process
+	// notices items other processes wrote.
+	LatestIDs(ctx context.Context) (queue, outbox int64, err error)
 }
 
 // Pairing is a one-time code an unknown user got in a DM; an admin
@@ -135,6 +156,8 @@ type Buttons interface {
 	CreateButtons(ctx context.Context, bs []Button) error
 	// Button looks a token up; ErrNotFound for unknown tokens.
 	Button(ctx context.Context, token string) (Button, error)
+	// ApprovalButtons returns the buttons of an approval.
+	ApprovalButtons(ctx context.Context, approvalID string) ([]Button, error)
 	AddApprovalPost(ctx context.Context, p ApprovalPost) error
 	ApprovalPosts(ctx context.Context, approvalID string) ([]ApprovalPost, error)
 }
@@ -144,8 +167,9 @@ type OutboundKind string
 
 // Outbound kinds.
 const (
-	OutboundSend OutboundKind = "send"
-	OutboundEdit OutboundKind = "edit"
+	OutboundSend      OutboundKind = "send"
+	OutboundEdit      OutboundKind = "edit"
+	OutboundEphemeral OutboundKind = "ephemeral" // a message only UserID sees (a send where the surface cannot)
 )
 
 // Outbound is one durable outgoing platform call.
@@ -159,6 +183,9 @@ type Outbound struct {
 	// EditOf names another outbox item whose sent message this edit
 	// targets, for edits queued before that send happened.
 	EditOf int64
+	// UserID is the bare platform id of the one recipient of an
+	// OutboundEphemeral item.
+	UserID string
 	// Body is the message as the gateway encodes it (JSON).
 	Body     []byte
 	Attempts int
@@ -172,8 +199,9 @@ type Outbound struct {
 type Outbox interface {
 	// EnqueueOutbound stores items and returns their ids, in order.
 	EnqueueOutbound(ctx context.Context, items ...Outbound) ([]int64, error)
-	// DueOutbound returns unsent items whose NextAt has come, oldest first.
-	DueOutbound(ctx context.Context, now time.Time, limit int) ([]Outbound, error)
+	// DueOutbound returns unsent items of the given channels (nil: any)
+	// whose NextAt has come, oldest first.
+	DueOutbound(ctx context.Context, channels []string, now time.Time, limit int) ([]Outbound, error)
 	// OutboundItem returns one item.
 	OutboundItem(ctx context.Context, id int64) (Outbound, error)
 	// MarkSent records success and the platform message id.
@@ -190,6 +218,27 @@ type CompleteWith interface {
 	CompleteWithOutbound(ctx context.Context, itemID int64, items ...Outbound) ([]int64, error)
 }
 
+// Deciding is the one decide path's storage: a decision is one
+// transaction.
+type Deciding interface {
+	// DecideAndResume records d on the approval if it is still pending and,
+	// in the same transaction: adds the Always rule (agentcore.Approvals.Decide
+	// semantics), queues an edit of every posted copy of the approval with
+	// the body edit(decided approval) returns, and, when no approval of the
+	// conversation is still pending, enqueues resume (its Location defaults
+	// to the approval's Location, else the conversation's newest binding).
+	// decided is false, and nothing is written, when the approval was not
+	// pending; resumed says the resume was queued.
+	DecideAndResume(ctx context.Context, approvalID string, d agentcore.Decision, edit func(agentcore.Approval) []byte, resume Item) (ap agentcore.Approval, decided, resumed bool, err error)
+}
+
+// Settings stores small durable settings by scope (a location's /queue
+// mode: scope "location:<location>").
+type Settings interface {
+	Settings(ctx context.Context, scope string) (map[string]string, error)
+	SetSetting(ctx context.Context, scope, key, value string) error
+}
+
 // Store is every storage port the gateway needs.
 type Store interface {
 	Bindings
@@ -198,4 +247,6 @@ type Store interface {
 	Buttons
 	Outbox
 	CompleteWith
+	Deciding
+	Settings
 }

@@ -43,8 +43,8 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO approvals
 			(id, conversation_id, agent_id, tool_call_id, tool_name, arguments, summary, reason,
 			 rule, workdir, diff, requester, approvers, state, decision_reason, decided_by,
-			 created, expires, decided)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			 created, expires, decided, location)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 			_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,
 				a.ToolName, a.Arguments, a.Summary, a.Reason, a.Rule, a.Workdir, a.Diff,
 				a.Requester, r.approvers, string(a.State), a.DecisionReason, a.DecidedBy,
-				nanos(a.Created), nanos(a.Expires), nanos(a.Decided))
+				nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location)
 			if isForeignKey(err) {
 				return fmt.Errorf("approval %s: conversation %s: %w", a.ID, a.ConversationID, ErrNotFound)
 			}
@@ -72,7 +72,7 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 
 const approvalColumns = `id, conversation_id, agent_id, tool_call_id, tool_name, arguments,
 	summary, reason, rule, workdir, diff, requester, approvers, state, decision_reason,
-	decided_by, created, expires, decided`
+	decided_by, created, expires, decided, location`
 
 func scanApproval(s scanner) (agentcore.Approval, error) {
 	var a agentcore.Approval
@@ -80,7 +80,7 @@ func scanApproval(s scanner) (agentcore.Approval, error) {
 	var created, expires, decided int64
 	if err := s.Scan(&a.ID, &a.ConversationID, &a.AgentID, &a.ToolCallID, &a.ToolName,
 		&a.Arguments, &a.Summary, &a.Reason, &a.Rule, &a.Workdir, &a.Diff, &a.Requester,
-		&approvers, &state, &a.DecisionReason, &a.DecidedBy, &created, &expires, &decided); err != nil {
+		&approvers, &state, &a.DecisionReason, &a.DecidedBy, &created, &expires, &decided, &a.Location); err != nil {
 		return agentcore.Approval{}, err
 	}
 	a.State = agentcore.ApprovalState(state)
@@ -173,33 +173,40 @@ func (db *DB) Decide(ctx context.Context, id string, d agentcore.Decision) (agen
 	var a agentcore.Approval
 	var decided bool
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE approvals
-			SET state = ?, decision_reason = ?, decided_by = ?, decided = ?
-			WHERE id = ? AND state = ?`,
-			string(d.State), d.Reason, d.By, nanos(d.At), id, string(agentcore.ApprovalPending))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		decided = n == 1
-		a, err = scanApproval(tx.QueryRowContext(ctx,
-			`SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
-		if err != nil {
-			return errNoRows(err)
-		}
-		if decided && d.State == agentcore.ApprovalAlways && a.Rule != "" {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_rules (agent_id, rule, created)
-				VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, a.AgentID, a.Rule, nanos(d.At)); err != nil {
-				return fmt.Errorf("add rule %q: %w", a.Rule, err)
-			}
-		}
-		return nil
+		var err error
+		a, decided, err = db.decideTx(ctx, tx, id, d)
+		return err
 	})
 	if err != nil {
 		return agentcore.Approval{}, false, fmt.Errorf("decide approval %s: %w", id, err)
+	}
+	return a, decided, nil
+}
+
+// decideTx records d inside tx (see Decide).
+func (db *DB) decideTx(ctx context.Context, tx *sql.Tx, id string, d agentcore.Decision) (agentcore.Approval, bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE approvals
+		SET state = ?, decision_reason = ?, decided_by = ?, decided = ?
+		WHERE id = ? AND state = ?`,
+		string(d.State), d.Reason, d.By, nanos(d.At), id, string(agentcore.ApprovalPending))
+	if err != nil {
+		return agentcore.Approval{}, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return agentcore.Approval{}, false, err
+	}
+	decided := n == 1
+	a, err := scanApproval(tx.QueryRowContext(ctx,
+		`SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+	if err != nil {
+		return agentcore.Approval{}, false, errNoRows(err)
+	}
+	if decided && d.State == agentcore.ApprovalAlways && a.Rule != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_rules (agent_id, rule, created)
+			VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, a.AgentID, a.Rule, nanos(d.At)); err != nil {
+			return agentcore.Approval{}, false, fmt.Errorf("add rule %q: %w", a.Rule, err)
+		}
 	}
 	return a, decided, nil
 }

@@ -137,7 +137,7 @@ func gatewayTurn(b *testing.B, db *DB, conv string, i int) {
 		Payload: []byte(`{"text":"hello"}`)}, fmt.Sprintf("chat:%s-%d", conv, i), time.Hour); err != nil {
 		b.Fatal(err)
 	}
-	it, err := db.Peek(ctx, conv)
+	it, err := db.Peek(ctx, conv, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -51,6 +51,18 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// failAt, set only by this package's tests, makes a multi-step write
+	// fail at the named step (to prove it is one transaction).
+	failAt func(step string) error
+}
+
+// step runs the test hook of a multi-step write.
+func (db *DB) step(name string) error {
+	if db.failAt == nil {
+		return nil
+	}
+	return db.failAt(name)
 }
 
 // Open opens (creating it and its parent directory when missing) the

@@ -18,7 +18,7 @@ import (
 func checkOutbound(items []gateway.Outbound) error {
 	for i, o := range items {
 		switch o.Kind {
-		case gateway.OutboundSend, gateway.OutboundEdit:
+		case gateway.OutboundSend, gateway.OutboundEdit, gateway.OutboundEphemeral:
 		default:
 			return fmt.Errorf("outbound item %d has unknown kind %q", i, o.Kind)
 		}
@@ -47,7 +47,7 @@ func (db *DB) insertOutbound(ctx context.Context, tx *sql.Tx, items []gateway.Ou
 			body = []byte{} // nil binds as NULL
 		}
 		if err := st.QueryRowContext(ctx, string(o.Kind), o.Location, o.MessageID, o.EditOf,
-			body, nanos(next), nanos(created)).Scan(&ids[i]); err != nil {
+			body, nanos(next), nanos(created), channelOf(o.Location), o.UserID).Scan(&ids[i]); err != nil {
 			return nil, fmt.Errorf("insert outbound item %d: %w", i, err)
 		}
 	}
@@ -77,15 +77,17 @@ func (db *DB) EnqueueOutbound(ctx context.Context, items ...gateway.Outbound) ([
 	return ids, nil
 }
 
-const outboundColumns = `id, kind, location, message_id, edit_of, body, attempts, next_at, created, sent, last_err`
+const outboundColumns = `id, kind, location, message_id, edit_of, body, attempts, next_at, created, sent, last_err, user_id`
 
 // The outbox's hot statements (prepared at Open, see stmts).
 const (
 	qInsertOutbound = `INSERT INTO outbox
-		(kind, location, message_id, edit_of, body, next_at, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+		(kind, location, message_id, edit_of, body, next_at, created, channel, user_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	qDueOutbound = `SELECT ` + outboundColumns + ` FROM outbox
-		WHERE sent = 0 AND next_at <= ? ORDER BY id LIMIT ?`
+		WHERE sent = 0 AND next_at <= ?1
+		  AND (?3 IS NULL OR channel IN (SELECT value FROM json_each(?3)))
+		ORDER BY id LIMIT ?2`
 	qMarkSent = `UPDATE outbox SET sent = 1,
 		message_id = CASE WHEN ?1 = '' THEN message_id ELSE ?1 END WHERE id = ?2`
 	qRetryOutbound = `UPDATE outbox SET attempts = attempts + 1,
@@ -97,7 +99,7 @@ func scanOutbound(s scanner) (gateway.Outbound, error) {
 	var kind string
 	var next, created int64
 	if err := s.Scan(&o.ID, &kind, &o.Location, &o.MessageID, &o.EditOf, &o.Body,
-		&o.Attempts, &next, &created, &o.Sent, &o.LastErr); err != nil {
+		&o.Attempts, &next, &created, &o.Sent, &o.LastErr, &o.UserID); err != nil {
 		return gateway.Outbound{}, err
 	}
 	o.Kind = gateway.OutboundKind(kind)
@@ -105,10 +107,10 @@ func scanOutbound(s scanner) (gateway.Outbound, error) {
 	return o, nil
 }
 
-// DueOutbound returns unsent items whose NextAt is at or before now, in id
-// order; limit <= 0 means all.
-func (db *DB) DueOutbound(ctx context.Context, t time.Time, limit int) ([]gateway.Outbound, error) {
-	rows, err := db.stmts.dueOutbound.QueryContext(ctx, nanos(t), limitArg(limit))
+// DueOutbound returns unsent items of channels (nil: any) whose NextAt is
+// at or before now, in id order; limit <= 0 means all.
+func (db *DB) DueOutbound(ctx context.Context, channels []string, t time.Time, limit int) ([]gateway.Outbound, error) {
+	rows, err := db.stmts.dueOutbound.QueryContext(ctx, nanos(t), limitArg(limit), channelsArg(channels))
 	if err != nil {
 		return nil, fmt.Errorf("due outbound items: %w", err)
 	}

@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/gateway"
@@ -88,12 +91,11 @@ const (
 	qPurgeDedupe = `DELETE FROM dedupe WHERE expires <= ?`
 	qClaimDedupe = `INSERT INTO dedupe (key, expires) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`
 	qInsertItem  = `INSERT INTO queue
-		(conversation_id, agent_id, kind, location, payload, created)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`
-	qPeekItem = `UPDATE queue SET attempts = attempts + 1
-		WHERE id = (SELECT id FROM queue WHERE conversation_id = ? AND state = 'queued'
-		            ORDER BY id LIMIT 1)
-		RETURNING ` + itemColumns
+		(conversation_id, agent_id, kind, location, payload, created, channel)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qPeekItem = `SELECT ` + itemColumns + ` FROM queue WHERE conversation_id = ? AND state = 'queued'
+		ORDER BY id LIMIT 1`
+	qTakeItem = `UPDATE queue SET attempts = attempts + 1 WHERE id = ? AND state = 'queued' RETURNING attempts`
 	qCompleteItem = `UPDATE queue SET state = 'done', finished = ? WHERE id = ? AND state = 'queued'`
 )
 
@@ -160,21 +162,43 @@ func (db *DB) insertItem(ctx context.Context, tx *sql.Tx, it gateway.Item, t tim
 	}
 	var id int64
 	err := tx.StmtContext(ctx, db.stmts.insertItem).QueryRowContext(ctx,
-		it.ConversationID, it.AgentID, string(it.Kind), it.Location, payload, nanos(created)).Scan(&id)
+		it.ConversationID, it.AgentID, string(it.Kind), it.Location, payload, nanos(created), channelOf(it.Location)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert item: %w", err)
 	}
 	return id, nil
 }
 
-const itemColumns = `id, conversation_id, agent_id, kind, location, payload, created, attempts`
+const itemColumns = `id, conversation_id, agent_id, kind, location, payload, created, attempts, channel`
+
+// channelOf is the channel of a location key: its first field (channel
+// names never need escaping).
+func channelOf(location string) string {
+	ch, _, _ := strings.Cut(location, ":")
+	return ch
+}
+
+// inChannels reports whether ch is one of channels (nil: any).
+func inChannels(ch string, channels []string) bool {
+	return channels == nil || slices.Contains(channels, ch)
+}
+
+// channelsArg encodes a channel list for "channel IN (SELECT value FROM
+// json_each(?))"; nil (any channel) is NULL, which the queries test first.
+func channelsArg(channels []string) any {
+	if channels == nil {
+		return nil
+	}
+	b, _ := json.Marshal(channels)
+	return string(b)
+}
 
 func scanItem(s scanner) (gateway.Item, error) {
 	var it gateway.Item
 	var kind string
 	var created int64
 	if err := s.Scan(&it.ID, &it.ConversationID, &it.AgentID, &kind, &it.Location,
-		&it.Payload, &created, &it.Attempts); err != nil {
+		&it.Payload, &created, &it.Attempts, &it.Channel); err != nil {
 		return gateway.Item{}, err
 	}
 	it.Kind = gateway.ItemKind(kind)
@@ -182,22 +206,33 @@ func scanItem(s scanner) (gateway.Item, error) {
 	return it, nil
 }
 
-// Peek returns the lowest-id unfinished item of a conversation, with its
-// Attempts incremented, or an error wrapping gateway.ErrNotFound.
-func (db *DB) Peek(ctx context.Context, conversationID string) (gateway.Item, error) {
-	var it gateway.Item
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		it, err = scanItem(tx.StmtContext(ctx, db.stmts.peekItem).QueryRowContext(ctx, conversationID))
-		return err
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return gateway.Item{}, fmt.Errorf("peek conversation %s: no unfinished item: %w", conversationID, gateway.ErrNotFound)
+// Peek returns the lowest-id unfinished item of a conversation, or an
+// error wrapping gateway.ErrNotFound. Its Attempts are incremented when its
+// channel is one of channels (nil: any); an item of another channel is
+// returned untouched (another process works it), without a write.
+func (db *DB) Peek(ctx context.Context, conversationID string, channels []string) (gateway.Item, error) {
+	for {
+		it, err := scanItem(db.stmts.peekItem.QueryRowContext(ctx, conversationID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return gateway.Item{}, fmt.Errorf("peek conversation %s: no unfinished item: %w", conversationID, gateway.ErrNotFound)
+		}
+		if err != nil {
+			return gateway.Item{}, fmt.Errorf("peek conversation %s: %w", conversationID, err)
+		}
+		if !inChannels(it.Channel, channels) {
+			return it, nil
+		}
+		err = db.write(ctx, func(tx *sql.Tx) error {
+			return tx.StmtContext(ctx, db.stmts.takeItem).QueryRowContext(ctx, it.ID).Scan(&it.Attempts)
+		})
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // completed since it was read: look again
+		}
+		if err != nil {
+			return gateway.Item{}, fmt.Errorf("peek conversation %s: %w", conversationID, err)
+		}
+		return it, nil
 	}
-	if err != nil {
-		return gateway.Item{}, fmt.Errorf("peek conversation %s: %w", conversationID, err)
-	}
-	return it, nil
 }
 
 // Complete marks an unfinished item done. An item that does not exist or
@@ -275,11 +310,12 @@ func (db *DB) Pending(ctx context.Context, conversationID string) ([]gateway.Ite
 	return items, nil
 }
 
-// Busy lists the conversations that have unfinished items, the one with
-// the oldest unfinished item first.
-func (db *DB) Busy(ctx context.Context) ([]string, error) {
+// Busy lists the conversations that have unfinished items in one of
+// channels (nil: any), the one with the oldest unfinished item first.
+func (db *DB) Busy(ctx context.Context, channels []string) ([]string, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT conversation_id FROM queue
-		WHERE state = 'queued' GROUP BY conversation_id ORDER BY MIN(id)`)
+		WHERE state = 'queued' AND (?1 IS NULL OR channel IN (SELECT value FROM json_each(?1)))
+		GROUP BY conversation_id ORDER BY MIN(id)`, channelsArg(channels))
 	if err != nil {
 		return nil, fmt.Errorf("busy conversations: %w", err)
 	}
@@ -296,4 +332,58 @@ func (db *DB) Busy(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("busy conversations: %w", err)
 	}
 	return ids, nil
+}
+
+// ClaimDedupe records key until now+ttl unless it is remembered; see
+// gateway.Queue.
+func (db *DB) ClaimDedupe(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if key == "" || ttl <= 0 {
+		return false, fmt.Errorf("claim dedupe key %q: key and a positive ttl (%v) are required", key, ttl)
+	}
+	var fresh bool
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		fresh, err = db.claimDedupe(ctx, tx, key, now(), ttl)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim dedupe key: %w", err)
+	}
+	return fresh, nil
+}
+
+// Rebind binds b.Location to b.ConversationID and moves the location's
+// unfinished items queued after afterID there, in one transaction.
+func (db *DB) Rebind(ctx context.Context, b gateway.Binding, afterID int64) error {
+	if b.Location == "" || b.ConversationID == "" {
+		return fmt.Errorf("rebind: location (%q) and conversation id (%q) are required", b.Location, b.ConversationID)
+	}
+	if b.Created.IsZero() {
+		b.Created = now()
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
+			b.Location, b.AgentID, b.ConversationID, nanos(b.Created)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE queue SET conversation_id = ?, agent_id = ?
+			WHERE location = ? AND state = 'queued' AND id > ? AND conversation_id != ?`,
+			b.ConversationID, b.AgentID, b.Location, afterID, b.ConversationID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rebind %s to conversation %s: %w", b.Location, b.ConversationID, err)
+	}
+	return nil
+}
+
+// LatestIDs returns the newest queue and outbox ids (0 when empty).
+func (db *DB) LatestIDs(ctx context.Context) (int64, int64, error) {
+	var q, o int64
+	err := db.r.QueryRowContext(ctx, `SELECT
+		(SELECT COALESCE(MAX(id), 0) FROM queue), (SELECT COALESCE(MAX(id), 0) FROM outbox)`).Scan(&q, &o)
+	if err != nil {
+		return 0, 0, fmt.Errorf("latest ids: %w", err)
+	}
+	return q, o, nil
 }

@@ -104,7 +104,7 @@ func TestGatewayConcurrentEnqueue(t *testing.T) {
 			next[b.Sender]++
 		}
 	}
-	busy, err := db.Busy(t.Context())
+	busy, err := db.Busy(t.Context(), nil)
 	if err != nil || len(busy) != conversations {
 		t.Errorf("Busy = %v, %v; want %d conversations", busy, err, conversations)
 	}
@@ -174,7 +174,7 @@ func TestGatewayStatesSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openTemp(t, path)
-	if it, err := b.Peek(ctx, "c"); err != nil || it.ID != id {
+	if it, err := b.Peek(ctx, "c", nil); err != nil || it.ID != id {
 		t.Errorf("Peek on a second handle = %+v, %v; want item %d", it, err, id)
 	}
 	if _, ok, err := b.Enqueue(ctx, gateway.Item{ConversationID: "c", Kind: gateway.ItemMessage}, "ev", time.Hour); err != nil || ok {
@@ -186,7 +186,7 @@ func TestGatewayStatesSurviveReopen(t *testing.T) {
 	if _, err := a.CompleteWithOutbound(ctx, id, gateway.Outbound{Kind: gateway.OutboundSend, Location: "telegram:1"}); err == nil {
 		t.Error("CompleteWithOutbound of an item the other handle completed succeeded")
 	}
-	due, err := a.DueOutbound(ctx, time.Now(), 0)
+	due, err := a.DueOutbound(ctx, nil, time.Now(), 0)
 	if err != nil || len(due) != 1 || due[0].ID != out[0] {
 		t.Errorf("DueOutbound = %+v, %v; want only item %d", due, err, out[0])
 	}

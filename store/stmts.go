@@ -24,7 +24,7 @@ type stmts struct {
 	purgeDedupe    *sql.Stmt
 	claimDedupe    *sql.Stmt
 	insertItem     *sql.Stmt
-	peekItem       *sql.Stmt
+	takeItem       *sql.Stmt
 	completeItem   *sql.Stmt
 	bind           *sql.Stmt
 	insertOutbound *sql.Stmt
@@ -48,6 +48,7 @@ type stmts struct {
 	startedToolCall *sql.Stmt
 	recentRuns      *sql.Stmt
 	dueOutbound     *sql.Stmt
+	peekItem        *sql.Stmt
 	outboundItem    *sql.Stmt
 	paired          *sql.Stmt
 
@@ -68,7 +69,8 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.purgeDedupe, qPurgeDedupe},
 		{w, &s.claimDedupe, qClaimDedupe},
 		{w, &s.insertItem, qInsertItem},
-		{w, &s.peekItem, qPeekItem},
+		{w, &s.takeItem, qTakeItem},
+		{r, &s.peekItem, qPeekItem},
 		{w, &s.completeItem, qCompleteItem},
 		{w, &s.bind, qBind},
 		{w, &s.insertOutbound, qInsertOutbound},

@@ -221,7 +221,7 @@ func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentco
 			m.Seq = lastSeq + int64(i) + 1
 			res, err := insMsg.ExecContext(ctx, m.ID, conversationID, m.Seq, string(m.Role),
 				enc[i].parts, enc[i].calls, m.Reasoning, m.ToolCallID, m.ToolName,
-				m.IsError, m.RunID, nanos(m.CreatedAt))
+				m.IsError, m.RunID, nanos(m.CreatedAt), m.Outcome)
 			if isUnique(err) {
 				return fmt.Errorf("message id %s already stored: %w", m.ID, err)
 			}
@@ -274,7 +274,7 @@ func marshalList[T any](v []T) (string, error) {
 }
 
 const messageColumns = `m.id, m.conversation_id, m.seq, m.role, m.parts, m.tool_calls, m.reasoning,
-	m.tool_call_id, m.tool_name, m.is_error, m.run_id, m.created`
+	m.tool_call_id, m.tool_name, m.is_error, m.run_id, m.created, m.outcome`
 
 // The transcript's hot statements (prepared at Open, see stmts).
 const (
@@ -284,8 +284,8 @@ const (
 		FROM conversations c WHERE c.id = ?`
 	qInsertMessage = `INSERT INTO messages
 		(id, conversation_id, seq, role, parts, tool_calls, reasoning,
-		 tool_call_id, tool_name, is_error, run_id, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 tool_call_id, tool_name, is_error, run_id, created, outcome)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qView = `SELECT ` + messageColumns + ` FROM view v JOIN messages m ON m.id = v.message_id
 		WHERE v.conversation_id = ? ORDER BY v.position`
 	qMessagesAfter = `SELECT ` + messageColumns + ` FROM messages m
@@ -297,7 +297,7 @@ func scanMessage(s scanner) (agentcore.Message, error) {
 	var role, parts, calls string
 	var created int64
 	if err := s.Scan(&m.ID, &m.ConversationID, &m.Seq, &role, &parts, &calls, &m.Reasoning,
-		&m.ToolCallID, &m.ToolName, &m.IsError, &m.RunID, &created); err != nil {
+		&m.ToolCallID, &m.ToolName, &m.IsError, &m.RunID, &created, &m.Outcome); err != nil {
 		return agentcore.Message{}, err
 	}
 	m.Role = agentcore.Role(role)

@@ -63,6 +63,38 @@ func newTool(name, description, schema string,
 // Spec returns the tool's name, description and JSON schema.
 func (t *tool) Spec() agentcore.ToolSpec { return t.spec }
 
+// kindOf is what each tool does, in ACP's vocabulary (read, edit, delete,
+// move, search, execute, think, fetch, other).
+func kindOf(name string) string {
+	switch name {
+	case "Read", "Recall":
+		return "read"
+	case "Grep", "Glob":
+		return "search"
+	case "Write", "Edit":
+		return "edit"
+	case "Bash":
+		return "execute"
+	case "TodoWrite":
+		return "think"
+	}
+	return "other"
+}
+
+// Describe implements agentcore.Describer: a one-line Markdown title for
+// people ("Bash `go test ./...`") and the tool's kind.
+func (t *tool) Describe(args json.RawMessage) (title, kind string) {
+	name := t.spec.Name
+	s := strings.Join(strings.Fields(agentcore.CallSubject(args)), " ")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
+	}
+	if s == "" {
+		return name, kindOf(name)
+	}
+	return name + " `" + strings.ReplaceAll(s, "`", "'") + "`", kindOf(name)
+}
+
 // diffTool is a tool that can show the change a call would make, for
 // approval messages (agentcore.DiffPreviewer).
 type diffTool struct{ *tool }

@@ -133,6 +133,7 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		Logger:          a.log,
 		Metrics:         metrics,
 		ModelProblem:    modelProblem,
+		Prune:           true,
 	}, adapters...)
 	if err != nil {
 		return err

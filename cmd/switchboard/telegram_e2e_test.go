@@ -63,7 +63,7 @@ func waitOutboxIdle(t *testing.T, e *env) {
 	}
 	defer db.Close()
 	eventually(t, 60*time.Second, "the outbox to drain", func() bool {
-		due, err := db.DueOutbound(context.Background(), time.Now().Add(24*time.Hour), 1)
+		due, err := db.DueOutbound(context.Background(), nil, time.Now().Add(24*time.Hour), 1)
 		return err == nil && len(due) == 0
 	})
 }
@@ -240,7 +240,7 @@ func waitOutboxRetrying(t *testing.T, e *env, text string) {
 	}
 	defer db.Close()
 	eventually(t, 60*time.Second, "the reply to wait in the outbox", func() bool {
-		due, err := db.DueOutbound(context.Background(), time.Now().Add(24*time.Hour), 100)
+		due, err := db.DueOutbound(context.Background(), nil, time.Now().Add(24*time.Hour), 100)
 		if err != nil {
 			return false
 		}

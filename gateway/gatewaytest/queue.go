@@ -3,6 +3,7 @@ package gatewaytest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func mustEnqueue(t *testing.T, s gateway.Store, it gateway.Item, key string) gat
 		t.Fatalf("Enqueue(%s, key %q) = %d, %v, %v; want a new item", it.ConversationID, key, id, ok, err)
 	}
 	it.ID = id
+	it.Channel, _, _ = strings.Cut(it.Location, ":")
 	return it
 }
 
@@ -41,7 +43,7 @@ func pending(t *testing.T, s gateway.Store, conv string) []gateway.Item {
 
 func busy(t *testing.T, s gateway.Store) []string {
 	t.Helper()
-	ids, err := s.Busy(t.Context())
+	ids, err := s.Busy(t.Context(), nil)
 	if err != nil {
 		t.Fatalf("Busy: %v", err)
 	}
@@ -92,7 +94,7 @@ func testQueueOrder(t *testing.T, s gateway.Store) {
 func testQueuePeekComplete(t *testing.T, s gateway.Store) {
 	ctx := t.Context()
 	a, b := newID("conv"), newID("conv")
-	_, err := s.Peek(ctx, a)
+	_, err := s.Peek(ctx, a, nil)
 	wantNotFound(t, "Peek of an empty conversation", err)
 
 	i1 := mustEnqueue(t, s, newItem(a, 1), "")
@@ -102,7 +104,7 @@ func testQueuePeekComplete(t *testing.T, s gateway.Store) {
 	// Peek takes the oldest item and counts the attempt; until the item is
 	// completed, every Peek returns it again (a worker that died).
 	for attempt := 1; attempt <= 2; attempt++ {
-		got, err := s.Peek(ctx, a)
+		got, err := s.Peek(ctx, a, nil)
 		if err != nil {
 			t.Fatalf("Peek #%d: %v", attempt, err)
 		}
@@ -113,7 +115,7 @@ func testQueuePeekComplete(t *testing.T, s gateway.Store) {
 	if err := s.Complete(ctx, i1.ID); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	got, err := s.Peek(ctx, a)
+	got, err := s.Peek(ctx, a, nil)
 	if err != nil || got.ID != i2.ID || got.Attempts != 1 {
 		t.Errorf("Peek after Complete = %+v, %v; want item %d with 1 attempt", got, err, i2.ID)
 	}
@@ -126,7 +128,7 @@ func testQueuePeekComplete(t *testing.T, s gateway.Store) {
 	if err := s.Complete(ctx, i2.ID); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	_, err = s.Peek(ctx, a)
+	_, err = s.Peek(ctx, a, nil)
 	wantNotFound(t, "Peek after every item is done", err)
 	if p := pending(t, s, a); len(p) != 0 {
 		t.Errorf("Pending after every item is done = %+v, want none", p)

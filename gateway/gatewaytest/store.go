@@ -40,6 +40,13 @@ func TestStore(t *testing.T, open func(t *testing.T) gateway.Store) {
 		{"OutboxRejects", testOutboxRejects},
 		{"CompleteWithOutbound", testCompleteWithOutbound},
 		{"CompleteWithOutboundAtomic", testCompleteWithOutboundAtomic},
+		{"QueueByChannel", testQueueByChannel},
+		{"OutboxByChannel", testOutboxByChannel},
+		{"ClaimDedupe", testClaimDedupe},
+		{"RebindMovesLaterItems", testRebind},
+		{"LatestIDs", testLatestIDs},
+		{"Settings", testSettings},
+		{"DecideAndResume", testDecideAndResume},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

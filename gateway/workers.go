@@ -1,0 +1,278 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/channels"
+)
+
+// workers is the part that runs one worker per busy conversation: a
+// conversation's items are worked one at a time, in order, under the
+// conversation's lease (taken by the turn); different conversations run
+// concurrently, at most Options.Workers turns at once. A worker works only
+// items of this process's channels; when the oldest item of a conversation
+// belongs to another channel it stops and leaves the conversation to the
+// process that runs that channel.
+type workers struct {
+	env     *env
+	process func(ctx context.Context, w *worker, it Item) (busy bool, err error)
+
+	mu      sync.Mutex
+	running map[string]*worker // by conversation id
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	ctx     context.Context // set by start
+}
+
+// worker works one conversation's queue, one item at a time.
+type worker struct {
+	conv     string
+	cancel   context.CancelCauseFunc // cancels the running turn
+	again    bool                    // work arrived while the worker was finishing
+	stopping bool                    // shutdown: take no new items
+}
+
+var (
+	errInterrupted = errors.New("interrupted by a new message")
+	errStopped     = errors.New("stopped with /stop")
+	errShutdown    = errors.New("switchboard is shutting down")
+)
+
+func newWorkers(e *env) *workers {
+	return &workers{env: e, running: map[string]*worker{}, slots: make(chan struct{}, e.opts.Workers)}
+}
+
+func (ws *workers) start(ctx context.Context) {
+	ws.mu.Lock()
+	ws.ctx = ctx
+	ws.mu.Unlock()
+}
+
+// kick makes sure a worker runs for the conversation.
+func (ws *workers) kick(conv string) {
+	if claim := ws.env.opts.Claim; claim != nil && !claim(conv) {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.ctx == nil || ws.ctx.Err() != nil {
+		return
+	}
+	if w, ok := ws.running[conv]; ok {
+		w.again = true
+		return
+	}
+	w := &worker{conv: conv, cancel: func(error) {}}
+	ws.running[conv] = w
+	ws.env.metrics.Busy.Inc()
+	ws.wg.Add(1)
+	ctx := ws.ctx
+	go func() {
+		defer ws.wg.Done()
+		defer ws.env.metrics.Busy.Dec()
+		ws.work(ctx, w)
+	}()
+}
+
+// cancel cancels the conversation's running turn with cause, if any.
+func (ws *workers) cancel(conv string, cause error) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w, ok := ws.running[conv]; ok {
+		w.cancel(cause)
+		return true
+	}
+	return false
+}
+
+// isRunning reports whether a worker runs for the conversation.
+func (ws *workers) isRunning(conv string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	_, ok := ws.running[conv]
+	return ok
+}
+
+// setCancel installs the cancel function of the worker's current turn.
+func (ws *workers) setCancel(w *worker, cancel context.CancelCauseFunc) {
+	ws.mu.Lock()
+	w.cancel = cancel
+	ws.mu.Unlock()
+}
+
+// work processes queue items until the queue is empty (or its oldest item
+// belongs to another process's channel).
+func (ws *workers) work(ctx context.Context, w *worker) {
+	e := ws.env
+	retry := time.Duration(0)
+	defer func() {
+		ws.mu.Lock()
+		delete(ws.running, w.conv)
+		ws.mu.Unlock()
+	}()
+	for {
+		ws.mu.Lock()
+		w.again = false
+		stopping := w.stopping
+		ws.mu.Unlock()
+		if stopping || ctx.Err() != nil {
+			return
+		}
+		it, err := e.opts.Store.Peek(ctx, w.conv, e.channels)
+		foreign := err == nil && !slices.Contains(e.channels, it.Channel)
+		if errors.Is(err, ErrNotFound) || foreign {
+			ws.mu.Lock()
+			again := w.again
+			if !again {
+				delete(ws.running, w.conv)
+			}
+			ws.mu.Unlock()
+			if again && !foreign {
+				continue
+			}
+			return
+		}
+		if err != nil {
+			e.log.Error("read queue", "conversation", w.conv, "err", err)
+			retry = backoff(retry)
+			if !sleepCtx(ctx, retry) {
+				return
+			}
+			continue
+		}
+		busy, err := ws.runItem(ctx, w, it)
+		switch {
+		case busy:
+			// Another process holds the lease; look again later.
+			retry = backoff(retry)
+			if !sleepCtx(ctx, retry) {
+				return
+			}
+			continue
+		case err != nil:
+			e.log.Error("work queue item", "conversation", w.conv, "item", it.ID, "kind", it.Kind, "err", err)
+			retry = backoff(retry)
+			if !sleepCtx(ctx, retry) {
+				return
+			}
+			continue
+		}
+		retry = 0
+	}
+}
+
+// runItem takes a slot and processes one item.
+func (ws *workers) runItem(ctx context.Context, w *worker, it Item) (bool, error) {
+	select {
+	case ws.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, nil
+	}
+	defer func() { <-ws.slots }()
+	return ws.process(ctx, w, it)
+}
+
+// drain waits up to grace for running turns, then cancels them.
+func (ws *workers) drain(grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ws.mu.Lock()
+		n := len(ws.running)
+		var all []*worker
+		for _, w := range ws.running {
+			all = append(all, w)
+			w.stopping = true
+		}
+		ws.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-deadline.C:
+			ws.mu.Lock()
+			for _, w := range all {
+				w.cancel(errShutdown)
+			}
+			ws.mu.Unlock()
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// wait waits for every worker goroutine.
+func (ws *workers) wait() { ws.wg.Wait() }
+
+// recover starts workers for conversations that have queued items of this
+// process's channels (after a restart, or queued by another process).
+func (ws *workers) recover(ctx context.Context) error {
+	busy, err := ws.env.opts.Store.Busy(ctx, ws.env.channels)
+	if err != nil {
+		return err
+	}
+	for _, conv := range busy {
+		if !ws.isRunning(conv) {
+			ws.kick(conv)
+		}
+	}
+	return nil
+}
+
+// pollLoop notices items that other processes sharing the data directory
+// queued for this process's channels (a decision made from another
+// process's page, a `switchboard approvals approve`), within about one
+// PollInterval.
+func (ws *workers) pollLoop(ctx context.Context, kickOutbox func()) {
+	st := ws.env.opts.Store
+	lastQ, lastO, _ := st.LatestIDs(ctx)
+	tick := time.NewTicker(ws.env.opts.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		q, o, err := st.LatestIDs(ctx)
+		if err != nil {
+			continue
+		}
+		if q != lastQ {
+			lastQ = q
+			if err := ws.recover(ctx); err != nil && ctx.Err() == nil {
+				ws.env.log.Warn("look for queued work", "err", err)
+			}
+		}
+		if o != lastO {
+			lastO = o
+			kickOutbox()
+		}
+	}
+}
+
+// Setting keys of a location (scope "location:<location>").
+const settingQueueMode = "queue_mode"
+
+func locationScope(loc channels.Location) string { return "location:" + loc.String() }
+
+// queueMode is the location's queue mode: set with /queue (durable), else
+// the channel's.
+func (ws *workers) queueMode(ctx context.Context, loc channels.Location) string {
+	return queueModeAt(ctx, ws.env, loc)
+}
+
+func queueModeAt(ctx context.Context, e *env, loc channels.Location) string {
+	if vals, err := e.opts.Store.Settings(ctx, locationScope(loc)); err == nil {
+		if m := vals[settingQueueMode]; m != "" {
+			return m
+		}
+	}
+	return e.channel(loc.Channel).QueueMode
+}
