@@ -15,10 +15,9 @@
 //
 // Converting. Updates become channels.Inbound (text or caption with the
 // bot's own mention removed, "/cmd@thisbot args" normalized to "/cmd args"
-// and counted as a mention, a command addressed to another bot dropped, DM
-// / mention /
-// reply-to-bot flags, forum topics as Location.ThreadID, photos downloaded
-// into attachments within Options.MaxDownload) or channels.Action (button
+// and counted as a mention, a command addressed to another bot dropped,
+// DM / mention / reply-to-bot flags, forum topics as Location.ThreadID,
+// photos downloaded into attachments within Options.MaxDownload) or channels.Action (button
 // presses, always answered with answerCallbackQuery). Messages from bots and
 // other update kinds are acknowledged and dropped. The conversion is a pure
 // function of the update JSON and the bot's identity.
