@@ -251,8 +251,11 @@ func testAck(t *testing.T, s Subject) {
 	if in.User.ID != user {
 		t.Errorf("inbound user %q, want %q", in.User.ID, user)
 	}
-	if !strings.Contains(in.Text, "conformance ack one") {
-		t.Errorf("inbound text %q lacks the message", in.Text)
+	if in.Text != "conformance ack one" {
+		t.Errorf("inbound text %q, want %q: the bot's mention (and nothing else) removed", in.Text, "conformance ack one")
+	}
+	if !in.Mentioned && !in.DirectMessage {
+		t.Error("a message mentioning the bot is neither Mentioned nor a DirectMessage")
 	}
 	if in.EventID == "" {
 		t.Error("inbound has no EventID (the gateway dedupes on it)")
@@ -352,6 +355,54 @@ func testSendEdit(t *testing.T, s Subject) {
 	if caps.MaxMessageLen > 0 && len(pages) < 2 {
 		t.Fatalf("a %d-character message paginated into %d page for a %d limit", md.Len(), len(pages), caps.MaxMessageLen)
 	}
+	// shownSince waits until the platform shows, after its first before
+	// messages, at least want messages holding every word of md in order;
+	// then it checks each against the limit and returns them.
+	shownSince := func(what string, before, want int) []Shown {
+		t.Helper()
+		var shown []Shown
+		var missing string
+		complete := func() bool {
+			shown = s.Platform.Shown(loc)
+			if len(shown) < before+want {
+				missing = fmt.Sprintf("%d new messages, want %d", len(shown)-before, want)
+				return false
+			}
+			shown = shown[before:]
+			var all []string
+			for _, m := range shown {
+				all = append(all, words(m.Text)...)
+			}
+			got := strings.Join(all, " ")
+			last := -1
+			for i := range n {
+				w := fmt.Sprintf("w%04d", i)
+				at := strings.Index(got, w)
+				if at < 0 {
+					missing = "word " + w + " was lost"
+					return false
+				}
+				if at < last {
+					missing = "word " + w + " is out of order"
+					return false
+				}
+				last = at
+			}
+			return true
+		}
+		if !eventually(ctx, complete) {
+			t.Fatalf("%s: the platform shows %s", what, missing)
+		}
+		for i, m := range shown {
+			if caps.MaxMessageLen > 0 {
+				if l := channels.Length(m.Text, caps.Dialect); l > caps.MaxMessageLen {
+					t.Errorf("%s: message %d is %d long, over the %d limit", what, i, l, caps.MaxMessageLen)
+				}
+			}
+		}
+		return shown
+	}
+
 	before := len(s.Platform.Shown(loc))
 	var refs []channels.MessageRef
 	for i, pg := range pages {
@@ -364,32 +415,24 @@ func testSendEdit(t *testing.T, s Subject) {
 		}
 		refs = append(refs, ref)
 	}
-	var shown []Shown
-	if !eventually(ctx, func() bool { shown = s.Platform.Shown(loc); return len(shown) >= before+len(pages) }) {
-		t.Fatalf("platform shows %d new messages, want %d", len(shown)-before, len(pages))
+	for i, m := range shownSince("paginated", before, len(pages)) {
+		if i < len(refs) && m.ID != refs[i].ID {
+			t.Errorf("page %d is shown as message %s; Send returned %s", i, m.ID, refs[i].ID)
+		}
 	}
-	shown = shown[before:]
-	var all []string
-	for i, m := range shown {
-		if caps.MaxMessageLen > 0 {
-			if l := channels.Length(m.Text, caps.Dialect); l > caps.MaxMessageLen {
-				t.Errorf("message %d is %d long, over the %d limit", i, l, caps.MaxMessageLen)
-			}
+
+	// A message the gateway did not paginate is still shown within the
+	// limit (Send posts several messages), all of it, and Send returns the
+	// first.
+	if caps.MaxMessageLen > 0 {
+		before := len(s.Platform.Shown(loc))
+		ref, err := s.Adapter.Send(ctx, loc, msg)
+		if err != nil {
+			t.Fatalf("send an unpaginated message: %v", err)
 		}
-		all = append(all, words(m.Text)...)
-	}
-	got := strings.Join(all, " ")
-	last := -1
-	for i := range n {
-		w := fmt.Sprintf("w%04d", i)
-		at := strings.Index(got, w)
-		if at < 0 {
-			t.Fatalf("word %s was lost across pages", w)
+		if shown := shownSince("unpaginated", before, 2); shown[0].ID != ref.ID {
+			t.Errorf("Send returned %s, the first message shown is %s", ref.ID, shown[0].ID)
 		}
-		if at < last {
-			t.Fatalf("word %s is out of order", w)
-		}
-		last = at
 	}
 
 	if !caps.Edit {
@@ -476,6 +519,24 @@ func testButtons(t *testing.T, s Subject) {
 		if !strings.Contains(reply, "pressed ok rq5") {
 			t.Errorf("the presser was shown %q; want the handler's reply", reply)
 		}
+	}
+	if !caps.Edit {
+		return
+	}
+	// An edit without buttons removes them.
+	if err := s.Adapter.Edit(ctx, ref, channels.TextMessage("Approved by a person.")); err != nil {
+		t.Fatalf("edit away the buttons: %v", err)
+	}
+	if !eventually(ctx, func() bool {
+		for _, m := range s.Platform.Shown(loc) {
+			if m.ID == ref.ID {
+				msg = m
+				return len(m.Tokens) == 0 && strings.Contains(m.Text, "Approved")
+			}
+		}
+		return false
+	}) {
+		t.Errorf("after an edit without buttons the platform shows %q with buttons %q", msg.Text, msg.Tokens)
 	}
 }
 

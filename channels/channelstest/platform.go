@@ -96,7 +96,10 @@ func (p *FakePlatform) Acked(id string) bool {
 	return p.acked[id]
 }
 
-// Shown implements Platform.
+// Shown implements Platform. A message whose rendering needs several chunks
+// shows as that many messages, as on a platform with a length limit: the
+// first has the message's id and its buttons, the others the id with
+// "/2", "/3", … appended.
 func (p *FakePlatform) Shown(loc channels.Location) []Shown {
 	var out []Shown
 	caps := p.A.Capabilities()
@@ -104,13 +107,23 @@ func (p *FakePlatform) Shown(loc channels.Location) []Shown {
 		if m.Deleted {
 			continue
 		}
-		sh := Shown{ID: m.Ref.ID, Text: strings.Join(channels.RenderMessage(m.Message, caps), "\n")}
-		for _, row := range m.Message.ButtonRows() {
-			for _, b := range row {
-				sh.Tokens = append(sh.Tokens, b.Token)
-			}
+		chunks := channels.RenderMessage(m.Message, caps)
+		if len(chunks) == 0 {
+			chunks = []string{""}
 		}
-		out = append(out, sh)
+		for i, c := range chunks {
+			sh := Shown{ID: m.Ref.ID, Text: c}
+			if i > 0 {
+				sh.ID += "/" + strconv.Itoa(i+1)
+			} else {
+				for _, row := range m.Message.ButtonRows() {
+					for _, b := range row {
+						sh.Tokens = append(sh.Tokens, b.Token)
+					}
+				}
+			}
+			out = append(out, sh)
+		}
 	}
 	return out
 }

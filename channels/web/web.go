@@ -144,13 +144,17 @@ func New(opts Options) *Adapter {
 // Name returns "web".
 func (a *Adapter) Name() string { return Name }
 
+// typingShown is how long the page shows "typing…" after one Typing call
+// (app.js hides it after 8 s); TypingEvery renews it before that.
+const typingShown = 8 * time.Second
+
 // Capabilities: edits, buttons, ephemeral messages, uploads, typing and rich
 // parts; no threads. Text is HTML.
 func (a *Adapter) Capabilities() channels.Capabilities {
 	return channels.Capabilities{
 		MaxMessageLen: 100000,
 		Edit:          true, Buttons: true, Ephemeral: true, Upload: true,
-		Typing: true, RichParts: true,
+		Typing: true, TypingEvery: typingShown - 2*time.Second, RichParts: true,
 		Dialect: channels.HTML,
 	}
 }
@@ -200,7 +204,9 @@ func (a *Adapter) SetNotice(text string) {
 	}
 }
 
-// Send posts m in the chat of loc.
+// Send posts m in the chat of loc. A message longer than MaxMessageLen
+// (which the gateway normally paginates itself) becomes several messages,
+// cut by channels.Paginate; Send returns the first.
 func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
 	return a.post(loc, m, false)
 }
@@ -223,16 +229,29 @@ func (a *Adapter) post(loc channels.Location, m channels.Message, ephemeral bool
 	if err := m.Validate(); err != nil {
 		return channels.MessageRef{}, channels.Permanent(fmt.Errorf("web: send to %s: %w", loc, err))
 	}
-	id := "m-" + rand.Text()[:16]
-	files, ids := attachmentFiles(m)
-	v := viewMessage{ID: id, Role: channels.RoleAssistant, At: time.Now(), Parts: renderParts(m, ids), Ephemeral: ephemeral}
+	pages := channels.Paginate(m, a.Capabilities())
+	if len(pages) == 0 {
+		pages = []channels.Message{m}
+	}
+	msgs := make([]*message, 0, len(pages))
+	var files []storedFile
+	var fileIDs []string
+	now := time.Now()
+	for _, pg := range pages {
+		fs, ids := attachmentFiles(pg)
+		files, fileIDs = append(files, fs...), append(fileIDs, ids...)
+		v := viewMessage{ID: "m-" + rand.Text()[:16], Role: channels.RoleAssistant, At: now, Parts: renderParts(pg, ids), Ephemeral: ephemeral}
+		msgs = append(msgs, &message{view: v, files: ids})
+	}
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.chat(loc.ChatID)
-	a.addFiles(ids, files)
-	a.appendMessage(c, &message{view: v, files: ids})
-	return channels.MessageRef{Location: loc, ID: id}, nil
+	a.addFiles(fileIDs, files)
+	for _, msg := range msgs {
+		a.appendMessage(c, msg)
+	}
+	return channels.MessageRef{Location: loc, ID: msgs[0].view.ID}, nil
 }
 
 // Edit replaces the content of a message Send returned; its buttons become
