@@ -43,8 +43,9 @@ type browser struct {
 }
 
 var (
-	_ channelstest.Platform     = (*browser)(nil)
-	_ channelstest.NoRedelivery = (*browser)(nil)
+	_ channelstest.Platform      = (*browser)(nil)
+	_ channelstest.NoRedelivery  = (*browser)(nil)
+	_ channelstest.CommandLister = (*browser)(nil)
 )
 
 // newBrowser serves a, logs in with the token link and opens a new chat.
@@ -244,6 +245,22 @@ func (b *browser) Press(ctx context.Context, loc channels.Location, msgID, token
 		return "", fmt.Errorf("web platform: press answered %d", status)
 	}
 	return reply.Text, nil
+}
+
+// Commands returns the command names the page offers as hints, from GET
+// /api/state as the page's script reads them.
+func (b *browser) Commands() []string {
+	var st struct {
+		Commands []struct{ Name string }
+	}
+	if status, err := b.call(context.Background(), "GET", "/api/state", nil, &st); err != nil || status != http.StatusOK {
+		return nil
+	}
+	var names []string
+	for _, c := range st.Commands {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 func TestConformance(t *testing.T) {

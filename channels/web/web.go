@@ -74,6 +74,7 @@ type Adapter struct {
 	chats     map[string]*chat
 	files     map[string]storedFile
 	subs      map[*subscriber]struct{}
+	commands  []viewCommand // the gateway's table, for the page's hints
 }
 
 // chat is the in-memory state of one web location.
@@ -102,10 +103,11 @@ type subscriber struct {
 }
 
 var (
-	_ channels.Adapter         = (*Adapter)(nil)
-	_ channels.Typer           = (*Adapter)(nil)
-	_ channels.Deleter         = (*Adapter)(nil)
-	_ channels.EphemeralSender = (*Adapter)(nil)
+	_ channels.Adapter          = (*Adapter)(nil)
+	_ channels.Typer            = (*Adapter)(nil)
+	_ channels.Deleter          = (*Adapter)(nil)
+	_ channels.EphemeralSender  = (*Adapter)(nil)
+	_ channels.CommandRegistrar = (*Adapter)(nil)
 )
 
 // New returns a web channel. It panics if opts.Token is empty: serving the
@@ -186,6 +188,20 @@ func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 	a.handler = nil
 	close(a.done)
 	a.mu.Unlock()
+	return nil
+}
+
+// RegisterCommands implements channels.CommandRegistrar: the page offers
+// the table as hints when the person starts typing "/" (pages loaded from
+// now on; GET /api/state carries it). It never fails.
+func (a *Adapter) RegisterCommands(ctx context.Context, cmds []channels.Command) error {
+	list := make([]viewCommand, 0, len(cmds))
+	for _, c := range cmds {
+		list = append(list, viewCommand{Name: c.Name, Args: c.Args, Description: c.Description, Admin: c.AdminOnly})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.commands = list
 	return nil
 }
 
