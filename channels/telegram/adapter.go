@@ -184,8 +184,9 @@ func (a *Adapter) identity() identity {
 
 // Start implements channels.Adapter: getMe, then either the getUpdates loop
 // (polling) or setWebhook and waiting for ctx while WebhookHandler delivers.
-// It does not register commands: the gateway calls RegisterCommands. It returns nil when ctx ends and an error when
-// Telegram refuses the token or the webhook.
+// It does not register commands: the gateway calls RegisterCommands. It
+// returns nil when ctx ends and an error when Telegram refuses the token or
+// the webhook.
 func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("telegram: Start needs a handler")

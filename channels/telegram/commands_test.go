@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +121,7 @@ func TestDirectLocationBeforeTheBotIsKnown(t *testing.T) {
 	srv := telegramtest.New(t, "no-numeric-prefix")
 	a := newAdapter(t, srv, newLogSink(), func(o *Options) { o.Token = "no-numeric-prefix" })
 	_, err := a.DirectLocation(t.Context(), "7")
-	if err == nil || channels.IsPermanent(err) || errors.Is(err, channels.ErrNotSupported) {
+	if err == nil || channels.IsPermanent(err) {
 		t.Errorf("DirectLocation before getMe with an unknown bot id: %v; want a transient error", err)
 	}
 }
