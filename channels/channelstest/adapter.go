@@ -55,8 +55,9 @@ type Posted struct {
 }
 
 // Adapter is a fake channels.Adapter that keeps everything in memory. It
-// also implements channels.Typer, channels.Deleter and
-// channels.EphemeralSender. Create it with New.
+// also implements channels.Typer, channels.Deleter,
+// channels.EphemeralSender, channels.DirectMessenger and
+// channels.CommandRegistrar. Create it with New.
 type Adapter struct {
 	name string
 
@@ -72,13 +73,16 @@ type Adapter struct {
 	failSend []error
 	failEdit []error
 	startErr error
+	commands []channels.Command
 }
 
 var (
-	_ channels.Adapter         = (*Adapter)(nil)
-	_ channels.Typer           = (*Adapter)(nil)
-	_ channels.Deleter         = (*Adapter)(nil)
-	_ channels.EphemeralSender = (*Adapter)(nil)
+	_ channels.Adapter          = (*Adapter)(nil)
+	_ channels.Typer            = (*Adapter)(nil)
+	_ channels.Deleter          = (*Adapter)(nil)
+	_ channels.EphemeralSender  = (*Adapter)(nil)
+	_ channels.DirectMessenger  = (*Adapter)(nil)
+	_ channels.CommandRegistrar = (*Adapter)(nil)
 )
 
 // New returns a fake adapter for the channel name with the given

@@ -2,6 +2,7 @@ package channelstest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,25 @@ import (
 // user is the chat "dm-<user>".
 func (a *Adapter) DirectLocation(ctx context.Context, userID string) (channels.Location, error) {
 	return channels.Location{Channel: a.name, ChatID: "dm-" + userID}, nil
+}
+
+// RegisterCommands implements channels.CommandRegistrar: the fake keeps the
+// last table (Commands returns it).
+func (a *Adapter) RegisterCommands(ctx context.Context, cmds []channels.Command) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fake register commands: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.commands = append([]channels.Command(nil), cmds...)
+	return nil
+}
+
+// Commands returns the table the last RegisterCommands call registered.
+func (a *Adapter) Commands() []channels.Command {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]channels.Command(nil), a.commands...)
 }
 
 // FakePlatform is the conformance Platform of the fake Adapter: a platform
@@ -45,7 +65,8 @@ func (p *FakePlatform) Users() (string, string) { return "u1", "u2" }
 // until it returns nil.
 func (p *FakePlatform) Deliver(ctx context.Context, loc channels.Location, user, text string) (string, error) {
 	id := "ev" + strconv.FormatInt(p.next.Add(1), 10)
-	in := channels.Inbound{EventID: id, Location: loc, User: channels.User{ID: user}, Text: text, Mentioned: true, MessageID: id, At: time.Now()}
+	in := channels.Inbound{EventID: id, Location: loc, User: channels.User{ID: user}, Text: text, Mentioned: true,
+		DirectMessage: strings.HasPrefix(loc.ChatID, "dm-"), MessageID: id, At: time.Now()}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -75,7 +96,10 @@ func (p *FakePlatform) Acked(id string) bool {
 	return p.acked[id]
 }
 
-// Shown implements Platform.
+// Shown implements Platform. A message whose rendering needs several chunks
+// shows as that many messages, as on a platform with a length limit: the
+// first has the message's id and its buttons, the others the id with
+// "/2", "/3", … appended.
 func (p *FakePlatform) Shown(loc channels.Location) []Shown {
 	var out []Shown
 	caps := p.A.Capabilities()
@@ -83,13 +107,23 @@ func (p *FakePlatform) Shown(loc channels.Location) []Shown {
 		if m.Deleted {
 			continue
 		}
-		sh := Shown{ID: m.Ref.ID, Text: strings.Join(channels.RenderMessage(m.Message, caps), "\n")}
-		for _, row := range m.Message.ButtonRows() {
-			for _, b := range row {
-				sh.Tokens = append(sh.Tokens, b.Token)
-			}
+		chunks := channels.RenderMessage(m.Message, caps)
+		if len(chunks) == 0 {
+			chunks = []string{""}
 		}
-		out = append(out, sh)
+		for i, c := range chunks {
+			sh := Shown{ID: m.Ref.ID, Text: c}
+			if i > 0 {
+				sh.ID += "/" + strconv.Itoa(i+1)
+			} else {
+				for _, row := range m.Message.ButtonRows() {
+					for _, b := range row {
+						sh.Tokens = append(sh.Tokens, b.Token)
+					}
+				}
+			}
+			out = append(out, sh)
+		}
 	}
 	return out
 }
@@ -101,7 +135,17 @@ func (p *FakePlatform) Press(ctx context.Context, loc channels.Location, msgID, 
 	return r.Text, err
 }
 
-// FailNext implements Platform.
+// Commands implements CommandLister: the names of the fake's registered
+// commands.
+func (p *FakePlatform) Commands() []string {
+	var names []string
+	for _, c := range p.A.Commands() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// FailNext implements Failer.
 func (p *FakePlatform) FailNext(retryAfter time.Duration) {
 	if retryAfter < 0 {
 		p.A.FailSends(1, channels.Permanent(errNotFound))

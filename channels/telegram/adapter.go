@@ -65,24 +65,6 @@ type Options struct {
 	MaxDownload int64
 }
 
-// Commands returns the commands registered with setMyCommands at Start, so
-// Telegram clients offer them. The gateway implements them (and /start).
-func Commands() []models.BotCommand {
-	return []models.BotCommand{
-		{Command: "new", Description: "Start a new conversation"},
-		{Command: "stop", Description: "Stop the running turn"},
-		{Command: "status", Description: "Show agent, model and pending approvals"},
-		{Command: "approve", Description: "Approve a pending tool call"},
-		{Command: "deny", Description: "Deny a pending tool call"},
-		{Command: "queue", Description: "Set how new messages queue while busy"},
-		{Command: "compact", Description: "Compact the conversation's context"},
-		{Command: "memory", Description: "Show the agent's memory log or diff"},
-		{Command: "help", Description: "List commands"},
-		{Command: "mode", Description: "Set the permission mode (admins)"},
-		{Command: "pair", Description: "Approve a pairing code (admins)"},
-	}
-}
-
 // Adapter is the Telegram channels.Adapter. Create it with New.
 type Adapter struct {
 	opts   Options
@@ -188,7 +170,7 @@ func (a *Adapter) Capabilities() channels.Capabilities {
 // known).
 func (a *Adapter) Account() string {
 	if me := a.me.Load(); me != nil {
-		return strconv.FormatInt(me.ID, 10)
+		return accountOf(*me)
 	}
 	return ""
 }
@@ -200,10 +182,11 @@ func (a *Adapter) identity() identity {
 	return identity{}
 }
 
-// Start implements channels.Adapter: getMe, setMyCommands, then either the
-// getUpdates loop (polling) or setWebhook and waiting for ctx while
-// WebhookHandler delivers. It returns nil when ctx ends and an error when
-// Telegram refuses the token or the webhook.
+// Start implements channels.Adapter: getMe, then either the getUpdates loop
+// (polling) or setWebhook and waiting for ctx while WebhookHandler delivers.
+// It does not register commands: the gateway calls RegisterCommands. It
+// returns nil when ctx ends and an error when Telegram refuses the token or
+// the webhook.
 func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("telegram: Start needs a handler")
@@ -223,12 +206,6 @@ func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 	a.me.Store(&identity{ID: me.ID, Username: me.Username})
 	a.log.Info("telegram bot connected", "bot", "@"+me.Username, "id", me.ID, "mode", a.opts.Mode)
 
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	if _, err := a.bot.SetMyCommands(cctx, &bot.SetMyCommandsParams{Commands: Commands()}); err != nil {
-		a.log.Warn("telegram setMyCommands failed; commands still work when typed", "err", a.red.wrap("setMyCommands", err))
-	}
-	cancel()
-
 	if a.opts.Mode == ModeWebhook {
 		// Ready before Telegram learns the URL: it may post at once.
 		a.handler.Store(&handlerBox{h: h})
@@ -247,7 +224,7 @@ func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 		return nil
 	}
 	// A webhook left from webhook mode makes getUpdates fail with 409.
-	cctx, cancel = context.WithTimeout(ctx, callTimeout)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	if _, err := a.bot.DeleteWebhook(cctx, &bot.DeleteWebhookParams{}); err != nil && ctx.Err() == nil {
 		a.log.Warn("telegram deleteWebhook failed", "err", a.red.wrap("deleteWebhook", err))
 	}

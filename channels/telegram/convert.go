@@ -132,7 +132,7 @@ func convert(u update, me identity, maxDownload int64) event {
 func locationOf(m *message, me identity) channels.Location {
 	loc := channels.Location{
 		Channel: Name,
-		Account: strconv.FormatInt(me.ID, 10),
+		Account: accountOf(me),
 		ChatID:  strconv.FormatInt(m.Chat.ID, 10),
 	}
 	if m.IsTopicMessage && m.MessageThreadID > 0 {
@@ -246,10 +246,16 @@ type edit struct {
 // command addressed to another bot. Entity offsets are UTF-16 code units;
 // out-of-range entities are ignored.
 func cleanText(text string, ents []entity, me identity) (out string, mentioned, elsewhere bool) {
+	u16 := utf16.Encode([]rune(text))
+	if n := leadingCommand(u16); n > 0 && !hasEntityAt(ents, "bot_command", 0) {
+		// Telegram marks a leading command with a bot_command entity; treat
+		// one without it (a client or relay that left entities out) alike,
+		// so "/status@bot" never reaches the gateway unnormalized.
+		ents = append(slices.Clone(ents), entity{Type: "bot_command", Offset: 0, Length: n})
+	}
 	if len(ents) == 0 {
 		return strings.TrimSpace(text), false, false
 	}
-	u16 := utf16.Encode([]rune(text))
 	var edits []edit
 	for _, e := range ents {
 		if e.Offset < 0 || e.Length <= 0 || e.Offset > len(u16) || e.Length > len(u16)-e.Offset {
@@ -298,6 +304,44 @@ func cleanText(text string, ents []entity, me identity) (out string, mentioned, 
 }
 
 func isSpace(c uint16) bool { return c == ' ' || c == '\n' || c == '\t' }
+
+// leadingCommand returns the length in UTF-16 units of a command at the
+// start of the text, "/name" or "/name@bot" as Telegram recognizes them
+// (letters, digits and '_'), or 0 when the text does not start with one.
+func leadingCommand(u16 []uint16) int {
+	word := func(from int) int {
+		i := from
+		for i < len(u16) && (u16[i] == '_' || '0' <= u16[i] && u16[i] <= '9' || 'a' <= u16[i] && u16[i] <= 'z' || 'A' <= u16[i] && u16[i] <= 'Z') {
+			i++
+		}
+		return i
+	}
+	if len(u16) < 2 || u16[0] != '/' {
+		return 0
+	}
+	end := word(1)
+	if end == 1 {
+		return 0
+	}
+	if end < len(u16) && u16[end] == '@' {
+		if at := word(end + 1); at > end+1 {
+			end = at
+		}
+	}
+	if end < len(u16) && !isSpace(u16[end]) {
+		return 0 // "/etc/hosts" is a path, not a command
+	}
+	return end
+}
+
+func hasEntityAt(ents []entity, typ string, offset int) bool {
+	for _, e := range ents {
+		if e.Type == typ && e.Offset == offset {
+			return true
+		}
+	}
+	return false
+}
 
 func convertCallback(q *callbackQuery, me identity) event {
 	ev := event{kind: kindAnswer, callbackID: q.ID}

@@ -70,6 +70,29 @@ func TestConvertMessages(t *testing.T) {
 		raw:  msgUpdate(ada + `,` + group + `,"text":"/status@otherbot","entities":[{"type":"bot_command","offset":0,"length":16}]`),
 		kind: kindIgnore,
 	}, {
+		name: "command for another bot is ignored in a DM too",
+		raw:  msgUpdate(ada + `,` + dm + `,"text":"/status@otherbot","entities":[{"type":"bot_command","offset":0,"length":16}]`),
+		kind: kindIgnore,
+	}, {
+		name: "command with arguments addressed to the bot in a DM",
+		raw:  msgUpdate(ada + `,` + dm + `,"text":"/deny@Switchboard_Test_Bot a1 too risky","entities":[{"type":"bot_command","offset":0,"length":26}]`),
+		kind: kindInbound,
+		want: channels.Inbound{EventID: "31", Location: dmLoc, User: adaUser, Text: "/deny a1 too risky", Mentioned: true, DirectMessage: true, At: at},
+	}, {
+		name: "command to the bot without entities is normalized",
+		raw:  msgUpdate(ada + `,` + group + `,"text":"/status@switchboard_test_bot now"`),
+		kind: kindInbound,
+		want: channels.Inbound{EventID: "31", Location: groupLoc, User: adaUser, Text: "/status now", Mentioned: true, At: at},
+	}, {
+		name: "command for another bot without entities is ignored",
+		raw:  msgUpdate(ada + `,` + group + `,"text":"/status@otherbot now"`),
+		kind: kindIgnore,
+	}, {
+		name: "a path is not a command",
+		raw:  msgUpdate(ada + `,` + dm + `,"text":"/etc/hosts@x looks odd"`),
+		kind: kindInbound,
+		want: channels.Inbound{EventID: "31", Location: dmLoc, User: adaUser, Text: "/etc/hosts@x looks odd", DirectMessage: true, At: at},
+	}, {
 		name: "plain command in a DM",
 		raw:  msgUpdate(ada + `,` + dm + `,"text":"/start","entities":[{"type":"bot_command","offset":0,"length":6}]`),
 		kind: kindInbound,

@@ -14,12 +14,19 @@
 // answers 200 only after the handler accepted the update.
 //
 // Converting. Updates become channels.Inbound (text or caption with the
-// bot's own mention removed, /cmd@bot normalized to /cmd, DM / mention /
-// reply-to-bot flags, forum topics as Location.ThreadID, photos downloaded
-// into attachments within Options.MaxDownload) or channels.Action (button
+// bot's own mention removed, "/cmd@thisbot args" normalized to "/cmd args"
+// and counted as a mention, a command addressed to another bot dropped,
+// DM / mention / reply-to-bot flags, forum topics as Location.ThreadID,
+// photos downloaded into attachments within Options.MaxDownload) or channels.Action (button
 // presses, always answered with answerCallbackQuery). Messages from bots and
 // other update kinds are acknowledged and dropped. The conversion is a pure
 // function of the update JSON and the bot's identity.
+//
+// Abilities. Typing (sendChatAction, which lasts about 5 s: Capabilities
+// says TypingEvery 4 s). RegisterCommands puts the gateway's command table
+// in Telegram's "/" menu with setMyCommands (Start registers nothing).
+// DirectLocation names the private chat with a user, whose chat id is the
+// user id: the same Location the user's own DMs arrive at.
 //
 // Sending. Messages are rendered to Telegram HTML by channels.RenderMessage
 // and split under 4,096 characters; buttons become an inline keyboard of our

@@ -110,7 +110,7 @@ func (a *Adapter) handleState(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	_, history := a.handler.(channels.HistoryHandler)
 	st := map[string]any{"user": a.user, "identity": a.who(), "notice": a.notice,
-		"history": history, "max_upload": a.maxUpload}
+		"history": history, "max_upload": a.maxUpload, "commands": a.commands}
 	a.mu.Unlock()
 	writeJSON(w, http.StatusOK, st)
 }

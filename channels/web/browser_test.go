@@ -80,6 +80,14 @@ func TestBrowserApproveFlow(t *testing.T) {
 	h := newAgentScript(a)
 	s := startServer(t, a, h)
 	a.SetNotice("no model configured: set SWITCHBOARD_MODEL")
+	if err := a.RegisterCommands(context.Background(), []channels.Command{
+		{Name: "new", Description: "Start a new conversation"},
+		{Name: "stop", Description: "Stop the running turn"},
+		{Name: "status", Description: "Show the agent and pending approvals"},
+		{Name: "stats", Args: "[day]", Description: "Usage figures zq3", AdminOnly: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(s.srv.URL+"/?token="+testToken),
@@ -130,7 +138,7 @@ func TestBrowserApproveFlow(t *testing.T) {
 		t.Errorf("actions %+v", acts)
 	}
 
-	// Typing "/" offers the commands; the text is sent as-is.
+	// Typing "/" offers the registered commands; the text is sent as-is.
 	err = chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("input"), "/st"),
 		chromedp.WaitVisible(chromedp.ID("cmd-hint")),
@@ -139,8 +147,9 @@ func TestBrowserApproveFlow(t *testing.T) {
 		t.Fatalf("command hint: %v", err)
 	}
 	hint, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("cmd-hint")))
-	if err != nil || !strings.Contains(hint, "/status") || !strings.Contains(hint, "/stop") || strings.Contains(hint, "/new") {
-		t.Errorf("hint %q (%v), want /status and /stop only", hint, err)
+	if err != nil || !strings.Contains(hint, "/status") || !strings.Contains(hint, "/stop") || strings.Contains(hint, "/new") ||
+		!strings.Contains(hint, "/stats [day] — Usage figures zq3 (admins)") {
+		t.Errorf("hint %q (%v), want /stop, /status and /stats of the registered table", hint, err)
 	}
 	accepted := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error { // the gateway took both messages
 		_, err := chromedp.Poll[bool]("document.querySelectorAll('article.role-user:not(.pending)').length === 2")(ctx, t)

@@ -22,6 +22,11 @@
 // state of that message, identified by an event id "<epoch>-<seq>" so an
 // EventSource that reconnects gets exactly what changed since.
 //
+// Abilities: Typer (the page shows "typing…" for 8 s, so TypingEvery is
+// 6 s), Deleter, EphemeralSender, and CommandRegistrar: the gateway's
+// command table becomes the page's "/" hints. Send cuts a message over
+// MaxMessageLen into several with channels.Paginate.
+//
 // Trust: text from users and models reaches the DOM through textContent,
 // except two fields rendered server-side by [channels.Render] in the HTML
 // dialect, which escapes every literal and keeps only safe links: a Text

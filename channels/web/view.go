@@ -67,6 +67,14 @@ type viewAttachment struct {
 	Image bool `json:"image,omitempty"`
 }
 
+// viewCommand is one command of the gateway's table, for the page's hints.
+type viewCommand struct {
+	Name        string `json:"name"`
+	Args        string `json:"args,omitempty"`
+	Description string `json:"description"`
+	Admin       bool   `json:"admin,omitempty"`
+}
+
 // storedFile is an attachment the page can download from /api/files/{id}.
 type storedFile struct {
 	Name string

@@ -74,6 +74,7 @@ type Adapter struct {
 	chats     map[string]*chat
 	files     map[string]storedFile
 	subs      map[*subscriber]struct{}
+	commands  []viewCommand // the gateway's table, for the page's hints
 }
 
 // chat is the in-memory state of one web location.
@@ -102,10 +103,11 @@ type subscriber struct {
 }
 
 var (
-	_ channels.Adapter         = (*Adapter)(nil)
-	_ channels.Typer           = (*Adapter)(nil)
-	_ channels.Deleter         = (*Adapter)(nil)
-	_ channels.EphemeralSender = (*Adapter)(nil)
+	_ channels.Adapter          = (*Adapter)(nil)
+	_ channels.Typer            = (*Adapter)(nil)
+	_ channels.Deleter          = (*Adapter)(nil)
+	_ channels.EphemeralSender  = (*Adapter)(nil)
+	_ channels.CommandRegistrar = (*Adapter)(nil)
 )
 
 // New returns a web channel. It panics if opts.Token is empty: serving the
@@ -144,13 +146,17 @@ func New(opts Options) *Adapter {
 // Name returns "web".
 func (a *Adapter) Name() string { return Name }
 
+// typingShown is how long the page shows "typing…" after one Typing call
+// (app.js hides it after 8 s); TypingEvery renews it before that.
+const typingShown = 8 * time.Second
+
 // Capabilities: edits, buttons, ephemeral messages, uploads, typing and rich
 // parts; no threads. Text is HTML.
 func (a *Adapter) Capabilities() channels.Capabilities {
 	return channels.Capabilities{
 		MaxMessageLen: 100000,
 		Edit:          true, Buttons: true, Ephemeral: true, Upload: true,
-		Typing: true, RichParts: true,
+		Typing: true, TypingEvery: typingShown - 2*time.Second, RichParts: true,
 		Dialect: channels.HTML,
 	}
 }
@@ -185,6 +191,20 @@ func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 	return nil
 }
 
+// RegisterCommands implements channels.CommandRegistrar: the page offers
+// the table as hints when the person starts typing "/" (pages loaded from
+// now on; GET /api/state carries it). It never fails.
+func (a *Adapter) RegisterCommands(ctx context.Context, cmds []channels.Command) error {
+	list := make([]viewCommand, 0, len(cmds))
+	for _, c := range cmds {
+		list = append(list, viewCommand{Name: c.Name, Args: c.Args, Description: c.Description, Admin: c.AdminOnly})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.commands = list
+	return nil
+}
+
 // SetNotice shows text as a banner on every open page; "" removes it.
 func (a *Adapter) SetNotice(text string) {
 	a.mu.Lock()
@@ -200,7 +220,9 @@ func (a *Adapter) SetNotice(text string) {
 	}
 }
 
-// Send posts m in the chat of loc.
+// Send posts m in the chat of loc. A message longer than MaxMessageLen
+// (which the gateway normally paginates itself) becomes several messages,
+// cut by channels.Paginate; Send returns the first.
 func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
 	return a.post(loc, m, false)
 }
@@ -223,16 +245,29 @@ func (a *Adapter) post(loc channels.Location, m channels.Message, ephemeral bool
 	if err := m.Validate(); err != nil {
 		return channels.MessageRef{}, channels.Permanent(fmt.Errorf("web: send to %s: %w", loc, err))
 	}
-	id := "m-" + rand.Text()[:16]
-	files, ids := attachmentFiles(m)
-	v := viewMessage{ID: id, Role: channels.RoleAssistant, At: time.Now(), Parts: renderParts(m, ids), Ephemeral: ephemeral}
+	pages := channels.Paginate(m, a.Capabilities())
+	if len(pages) == 0 {
+		pages = []channels.Message{m}
+	}
+	msgs := make([]*message, 0, len(pages))
+	var files []storedFile
+	var fileIDs []string
+	now := time.Now()
+	for _, pg := range pages {
+		fs, ids := attachmentFiles(pg)
+		files, fileIDs = append(files, fs...), append(fileIDs, ids...)
+		v := viewMessage{ID: "m-" + rand.Text()[:16], Role: channels.RoleAssistant, At: now, Parts: renderParts(pg, ids), Ephemeral: ephemeral}
+		msgs = append(msgs, &message{view: v, files: ids})
+	}
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.chat(loc.ChatID)
-	a.addFiles(ids, files)
-	a.appendMessage(c, &message{view: v, files: ids})
-	return channels.MessageRef{Location: loc, ID: id}, nil
+	a.addFiles(fileIDs, files)
+	for _, msg := range msgs {
+		a.appendMessage(c, msg)
+	}
+	return channels.MessageRef{Location: loc, ID: msgs[0].view.ID}, nil
 }
 
 // Edit replaces the content of a message Send returned; its buttons become

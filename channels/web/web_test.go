@@ -597,7 +597,7 @@ func TestModelTextIsEscaped(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	a := newTestAdapter()
 	want := channels.Capabilities{MaxMessageLen: 100000, Edit: true, Buttons: true, Ephemeral: true,
-		Upload: true, Typing: true, RichParts: true, Dialect: channels.HTML}
+		Upload: true, Typing: true, TypingEvery: 6 * time.Second, RichParts: true, Dialect: channels.HTML}
 	if d := cmp.Diff(want, a.Capabilities()); d != "" || a.Name() != "web" {
 		t.Errorf("capabilities (-want +got):\n%s", d)
 	}

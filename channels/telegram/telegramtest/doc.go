@@ -4,9 +4,9 @@
 //
 // It serves /bot<token>/<method> for the methods switchboard uses (getMe,
 // getUpdates with long polling and offsets, sendMessage, editMessageText,
-// sendChatAction, sendDocument, answerCallbackQuery, setMyCommands,
-// setWebhook, deleteWebhook, getFile) and /file/bot<token>/<path> for file
-// downloads. Requests may be multipart forms, URL-encoded forms or JSON.
+// sendChatAction, sendDocument, answerCallbackQuery, setMyCommands (checked
+// as Telegram does), deleteMyCommands, setWebhook, deleteWebhook, getFile)
+// and /file/bot<token>/<path> for file downloads. Requests may be multipart forms, URL-encoded forms or JSON.
 // Every call is recorded (method, parameters, uploaded files, time, the
 // status answered) so tests can assert what went over the wire, for example
 // that every call for a forum topic carried the same message_thread_id.
@@ -14,8 +14,11 @@
 // Tests queue updates with AddMessage, AddCallback or AddUpdate; an update
 // stays pending until a getUpdates call with a higher offset acknowledges it,
 // as on Telegram, and adding an update with an id that was already
-// acknowledged delivers it again (a platform retry). FailNext makes the next
-// call of a method fail, e.g. with 429 and parameters.retry_after.
+// acknowledged delivers it again (a platform retry). After DeliverWebhooks
+// the server instead POSTs pending updates to the webhook the bot set, with
+// its secret, until one is answered 2xx, as Telegram does in webhook mode;
+// Acked tells either acknowledgement. FailNext makes the next call of a
+// method fail, e.g. with 429 and parameters.retry_after.
 //
 // The server also behaves like Telegram where switchboard relies on it:
 // editing a message to identical content answers 400 "message is not
@@ -26,8 +29,10 @@
 // WaitPolling tells a test that the client is connected and long-polling.
 //
 // Concurrency: all methods are safe for concurrent use. WaitCall, WaitOffset
-// and WaitPolling block on a channel that is closed on every change, until their
-// condition holds or the context ends; nothing polls or sleeps. The server
-// is closed by a t.Cleanup registered in New; pending long polls return at
-// once when it closes.
+// and WaitPolling block on a channel that is closed on every change, until
+// their condition holds or the context ends; nothing polls, and the only
+// timed wait is the webhook's retry delay after a refused post. The server
+// is closed by a t.Cleanup registered in New; pending long polls and webhook
+// posts return at once when it closes, and Close waits for the webhook
+// delivery goroutine.
 package telegramtest

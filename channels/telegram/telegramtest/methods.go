@@ -90,7 +90,13 @@ func (s *Server) call(method string, p map[string]string, files map[string]File)
 	case "getMe":
 		return ok(map[string]any{"id": s.botID, "is_bot": true, "first_name": "Switchboard Test", "username": BotUsername})
 	case "setMyCommands":
+		if err := checkCommands(p["commands"]); err != nil {
+			return bad(err.Error())
+		}
 		s.commands = p["commands"]
+		return ok(true)
+	case "deleteMyCommands":
+		s.commands = ""
 		return ok(true)
 	case "setWebhook":
 		if p["url"] == "" {
@@ -311,6 +317,30 @@ func checkMarkup(markup string) error {
 			if len(data) < 1 || len(data) > 64 {
 				return fmt.Errorf("%s: BUTTON_DATA_INVALID", badRequest)
 			}
+		}
+	}
+	return nil
+}
+
+var commandNameRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// checkCommands validates a setMyCommands list as Telegram does: at most 100
+// commands, names of 1..32 lowercase letters, digits and '_', descriptions
+// of 1..256 characters.
+func checkCommands(raw string) error {
+	var cmds []Command
+	if err := json.Unmarshal([]byte(raw), &cmds); err != nil || cmds == nil {
+		return fmt.Errorf("%s: can't parse commands JSON array", badRequest)
+	}
+	if len(cmds) > 100 {
+		return fmt.Errorf("%s: BOT_COMMANDS_TOO_MUCH", badRequest)
+	}
+	for _, c := range cmds {
+		if !commandNameRE.MatchString(c.Command) {
+			return fmt.Errorf("%s: BOT_COMMAND_INVALID", badRequest)
+		}
+		if n := utf16Len(strings.TrimSpace(c.Description)); n < 1 || n > 256 {
+			return fmt.Errorf("%s: BOT_COMMAND_DESCRIPTION_INVALID", badRequest)
 		}
 	}
 	return nil

@@ -106,6 +106,13 @@ type Server struct {
 	webhookURL string
 	secret     string
 	commands   string
+	hookAcked  map[int64]bool // updates a webhook POST acknowledged
+	pushing    bool           // DeliverWebhooks was called
+
+	push     *http.Client
+	stopPush context.CancelFunc
+	pushCtx  context.Context
+	wg       sync.WaitGroup // the webhook delivery goroutine
 }
 
 // New starts a fake Bot API server for token on 127.0.0.1 and closes it when
@@ -127,7 +134,10 @@ func New(t testing.TB, token string) *Server {
 		messages:   make(map[[2]int64]*Message),
 		nextMsgID:  1,
 		files:      make(map[string]storedFile),
+		hookAcked:  make(map[int64]bool),
+		push:       &http.Client{},
 	}
+	s.pushCtx, s.stopPush = context.WithCancel(context.Background())
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -139,8 +149,8 @@ func (s *Server) URL() string { return s.srv.URL }
 // BotID is the fake bot's user id.
 func (s *Server) BotID() int64 { return s.botID }
 
-// Close stops the server; pending long polls return at once. It is safe to
-// call more than once.
+// Close stops the server; pending long polls and webhook deliveries return
+// at once. It is safe to call more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	select {
@@ -151,6 +161,9 @@ func (s *Server) Close() {
 		close(s.closed)
 	}
 	s.mu.Unlock()
+	s.stopPush()
+	s.wg.Wait()
+	s.push.CloseIdleConnections()
 	s.srv.Close()
 }
 
@@ -234,6 +247,15 @@ func (s *Server) Offset() int64 {
 	return s.offset
 }
 
+// Acked reports whether the client acknowledged the update with id: a
+// getUpdates call confirmed an offset above it, or (DeliverWebhooks) the
+// webhook answered its POST with 2xx.
+func (s *Server) Acked(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return id < s.offset || s.hookAcked[id]
+}
+
 // WaitOffset waits until a getUpdates call confirmed at least offset, i.e.
 // the client acknowledged every update below it.
 func (s *Server) WaitOffset(ctx context.Context, offset int64) error {
@@ -289,11 +311,28 @@ func (s *Server) Webhook() (url, secret string) {
 	return s.webhookURL, s.secret
 }
 
-// Commands returns the commands JSON of the last setMyCommands call.
+// Commands returns the commands JSON of the last setMyCommands call ("" after
+// deleteMyCommands).
 func (s *Server) Commands() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.commands
+}
+
+// Command is one entry of a setMyCommands call.
+type Command struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+}
+
+// CommandList returns the commands the bot registered last, in order (none
+// after deleteMyCommands).
+func (s *Server) CommandList() []Command {
+	var out []Command
+	if c := s.Commands(); c != "" {
+		_ = json.Unmarshal([]byte(c), &out) // setMyCommands stored only valid JSON
+	}
+	return out
 }
 
 // AddFile stores data as a file the client can fetch with getFile and

@@ -16,7 +16,9 @@
     return e;
   };
 
-  const COMMANDS = [
+  // The gateway's command table replaces this list (GET /api/state) once it
+  // registered one; until then the page offers these.
+  let COMMANDS = [
     ["/new", "start a new conversation"],
     ["/stop", "stop the running turn"],
     ["/status", "agent, model, queue, approvals"],
@@ -489,6 +491,12 @@
       const st = await api("GET", "/api/state");
       $("who").textContent = st.identity;
       setNotice(st.notice);
+      if (Array.isArray(st.commands) && st.commands.length) {
+        COMMANDS = st.commands.map((c) => [
+          "/" + c.name,
+          (c.args ? c.args + " — " : "") + c.description + (c.admin ? " (admins)" : ""),
+        ]);
+      }
     } catch (e) {
       toast(e.message, "error");
     }
