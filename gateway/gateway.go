@@ -318,6 +318,10 @@ func (g *Gateway) registerCommands(ctx context.Context, name string, a channels.
 			if err == nil || ctx.Err() != nil {
 				return
 			}
+			if channels.IsPermanent(err) {
+				g.env.log.Warn("register commands: the platform refused part of the table", "channel", name, "err", err)
+				return
+			}
 			wait = backoff(wait)
 			g.env.log.Warn("register commands", "channel", name, "err", err, "retry_in", wait)
 			if !sleepCtx(ctx, wait) {

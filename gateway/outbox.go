@@ -202,7 +202,18 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 			}
 			msgID = ref.ID
 		} else if err := a.Edit(ctx, channels.MessageRef{Location: loc, ID: target}, msg); err != nil {
-			return o.failed(ctx, it, err)
+			if !channels.IsPermanent(err) {
+				return o.failed(ctx, it, err)
+			}
+			// The message cannot be edited any more (deleted, or a surface
+			// that forgot it across a restart): post the content anew
+			// rather than lose it.
+			o.env.log.Debug("edit refused for good; sending instead", "item", it.ID, "location", it.Location, "err", err)
+			ref, err := a.Send(ctx, loc, msg)
+			if err != nil {
+				return o.failed(ctx, it, err)
+			}
+			msgID = ref.ID
 		}
 		if msgID == "" {
 			msgID = target

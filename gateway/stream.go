@@ -236,6 +236,13 @@ func (s *stream) showPage(ctx context.Context, i int, page channels.Message) err
 	s.env.metrics.StreamEdits.WithLabelValues(s.loc.Channel).Inc()
 	if ref != "" {
 		if err := s.ad.Edit(ctx, channels.MessageRef{Location: s.loc, ID: ref}, page); err != nil {
+			if channels.IsPermanent(err) {
+				// Gone (deleted, or forgotten across a restart): the next
+				// round posts this page anew.
+				s.mu.Lock()
+				s.refs[i], s.dirty = "", true
+				s.mu.Unlock()
+			}
 			return err
 		}
 	} else {
