@@ -43,12 +43,12 @@ type Event struct {
 	IsError        bool            `json:"isError,omitempty"`
 	// Outcome (tool_result): ok, error, denied_policy, denied_person or
 	// unknown. Title and Kind (tool_call): how the tool describes the call.
-	Outcome string `json:"outcome,omitempty"`
-	Title   string `json:"title,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Approval       *Approval       `json:"approval,omitempty"`
-	Todos          []Todo          `json:"todos,omitempty"`
-	Attachments    []string        `json:"attachments,omitempty"`
+	Outcome     string    `json:"outcome,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	Kind        string    `json:"kind,omitempty"`
+	Approval    *Approval `json:"approval,omitempty"`
+	Todos       []Todo    `json:"todos,omitempty"`
+	Attachments []string  `json:"attachments,omitempty"`
 }
 
 // Todo is one item of the agent's plan (TodoWrite).

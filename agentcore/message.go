@@ -58,14 +58,14 @@ type Message struct {
 	Reasoning      string     `json:"reasoning,omitempty"`
 	ToolCalls      []ToolCall `json:"toolCalls,omitempty"`
 	// ToolCallID, ToolName and IsError are set on RoleTool messages.
-	ToolCallID string    `json:"toolCallId,omitempty"`
-	ToolName   string    `json:"toolName,omitempty"`
-	IsError    bool      `json:"isError,omitempty"`
+	ToolCallID string `json:"toolCallId,omitempty"`
+	ToolName   string `json:"toolName,omitempty"`
+	IsError    bool   `json:"isError,omitempty"`
 	// Outcome says how a tool call went (RoleTool): ok, error,
 	// denied_policy, denied_person or unknown (see the Outcome constants).
-	Outcome string `json:"outcome,omitempty"`
-	RunID   string `json:"runId,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
+	Outcome   string    `json:"outcome,omitempty"`
+	RunID     string    `json:"runId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Text joins the message's text parts (not reminders, images or summaries).

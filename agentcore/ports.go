@@ -52,21 +52,21 @@ const (
 // was "ask" (DESIGN §1). The turn that asked is parked until every approval
 // of its step is decided.
 type Approval struct {
-	ID             string        `json:"id"`
-	ConversationID string        `json:"conversationId"`
-	AgentID        string        `json:"agentId"`
-	ToolCallID     string        `json:"toolCallId"`
-	ToolName       string        `json:"toolName"`
-	Arguments      string        `json:"arguments"`
-	Summary        string        `json:"summary"`        // one line for people: what would run
-	Reason         string        `json:"reason"`         // why the checker asked
-	Rule           string        `json:"rule,omitempty"` // the rule "Always" would store
-	Workdir        string        `json:"workdir,omitempty"`
-	Diff           string        `json:"diff,omitempty"`
-	Requester      string        `json:"requester,omitempty"` // qualified id of who started the turn
+	ID             string `json:"id"`
+	ConversationID string `json:"conversationId"`
+	AgentID        string `json:"agentId"`
+	ToolCallID     string `json:"toolCallId"`
+	ToolName       string `json:"toolName"`
+	Arguments      string `json:"arguments"`
+	Summary        string `json:"summary"`        // one line for people: what would run
+	Reason         string `json:"reason"`         // why the checker asked
+	Rule           string `json:"rule,omitempty"` // the rule "Always" would store
+	Workdir        string `json:"workdir,omitempty"`
+	Diff           string `json:"diff,omitempty"`
+	Requester      string `json:"requester,omitempty"` // qualified id of who started the turn
 	// Location is where the turn that asked came from (opaque to the agent
 	// core: the host's location key), so a decision resumes it there.
-	Location string `json:"location,omitempty"`
+	Location       string        `json:"location,omitempty"`
 	Approvers      []string      `json:"approvers,omitempty"` // qualified ids; empty: requester and admins
 	State          ApprovalState `json:"state"`
 	DecisionReason string        `json:"decisionReason,omitempty"`

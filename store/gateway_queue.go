@@ -95,7 +95,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	qPeekItem = `SELECT ` + itemColumns + ` FROM queue WHERE conversation_id = ? AND state = 'queued'
 		ORDER BY id LIMIT 1`
-	qTakeItem = `UPDATE queue SET attempts = attempts + 1 WHERE id = ? AND state = 'queued' RETURNING attempts`
+	qTakeItem     = `UPDATE queue SET attempts = attempts + 1 WHERE id = ? AND state = 'queued' RETURNING attempts`
 	qCompleteItem = `UPDATE queue SET state = 'done', finished = ? WHERE id = ? AND state = 'queued'`
 )
 

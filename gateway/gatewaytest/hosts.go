@@ -198,7 +198,10 @@ func testDecideAndResume(t *testing.T, s gateway.Store) {
 	if err := s.AddApprovalPost(ctx, gateway.ApprovalPost{ApprovalID: aps[0].ID, Location: "telegram::4242", MessageID: "m-3"}); err != nil {
 		t.Fatal(err)
 	}
-	edit := func(ap agentcore.Approval) []byte { b, _ := json.Marshal(map[string]string{"state": string(ap.State)}); return b }
+	edit := func(ap agentcore.Approval) []byte {
+		b, _ := json.Marshal(map[string]string{"state": string(ap.State)})
+		return b
+	}
 	_, o0, _ := s.LatestIDs(ctx)
 
 	ap, decided, resumed, err := s.DecideAndResume(ctx, aps[0].ID, agentcore.Decision{State: agentcore.ApprovalAlways, By: "web:alice"}, edit, gateway.Item{Kind: gateway.ItemResume})
