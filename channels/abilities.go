@@ -145,3 +145,40 @@ type TaskActivity struct {
 	Progress    string // the latest summarized child activity
 	Duration    time.Duration
 }
+
+// Decider is implemented by handlers that let a surface decide an approval
+// by its id rather than by a button token (stream-json approval lines, ACP
+// permission answers, the terminal's prompt). Adapters discover it by type
+// assertion on the Handler they were started with. It goes through the same
+// decide path as a button press: the same approver checks, the same
+// transaction.
+type Decider interface {
+	Decide(ctx context.Context, d Decision) (DecisionReply, error)
+}
+
+// Decision actions.
+const (
+	DecideAllow  = "allow"
+	DecideAlways = "always"
+	DecideDeny   = "deny"
+)
+
+// Decision is one answer to an approval.
+type Decision struct {
+	ApprovalID string
+	Action     string // DecideAllow, DecideAlways or DecideDeny
+	Reason     string
+	User       User     // who decides (on this surface)
+	Location   Location // where they decide
+}
+
+// DecisionReply is what a decision did.
+type DecisionReply struct {
+	Text    string // for the person, plain text
+	Refused bool   // not allowed, already decided or expired
+	Decided bool   // the decision took effect
+	Resumed bool   // it was the turn's last ask: the turn continues
+	// Wire is the approval_decision event in the stream-json wire form,
+	// when the decision took effect.
+	Wire []byte
+}

@@ -105,32 +105,14 @@ func helpText() string {
 	return strings.TrimSpace(b.String())
 }
 
-// parseCommand splits "/name args" into a known command name and its
-// arguments. ok is false for text that is no command of the table (a path
-// such as /etc/hosts, or an unknown /word: see looksLikeCommand).
+// parseCommand splits "/name args" into the command name and its
+// arguments; ok is false for text that is no command (channels.CommandName).
 func parseCommand(text string) (name string, args []string, ok bool) {
-	if !strings.HasPrefix(text, "/") {
+	name = channels.CommandName(text)
+	if name == "" {
 		return "", nil, false
 	}
-	fields := strings.Fields(text)
-	name = strings.ToLower(strings.TrimPrefix(fields[0], "/"))
-	if !looksLikeCommand("/" + name) {
-		return "", nil, false
-	}
-	return name, fields[1:], true
-}
-
-// looksLikeCommand tells "/foo" from a path such as "/etc/hosts".
-func looksLikeCommand(name string) bool {
-	if len(name) < 2 || strings.Count(name, "/") > 1 {
-		return false
-	}
-	for _, r := range name[1:] {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
+	return name, strings.Fields(text)[1:], true
 }
 
 // command handles a /command from an inbound: immediate commands run now
@@ -140,11 +122,11 @@ func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, n
 	e := in.env
 	c, known := lookupCommand(name)
 	if !known {
-		in.reply(ctx, msg.Location, s, "Unknown command /"+channels.EscapeMarkdown(name)+".\n\n"+helpText(), false)
+		in.reply(ctx, msg, s, "Unknown command /"+channels.EscapeMarkdown(name)+".\n\n"+helpText(), false)
 		return nil
 	}
 	if c.admin && !s.admin {
-		in.reply(ctx, msg.Location, s, "Only an admin can use /"+c.name+".", true)
+		in.reply(ctx, msg, s, "Only an admin can use /"+c.name+".", true)
 		return nil
 	}
 	b, bound, err := in.binding(ctx, msg.Location)
@@ -182,15 +164,15 @@ func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, n
 	return nil
 }
 
-// reply answers a person outside a turn; refusals go only to them where
-// the surface can.
-func (in *intake) reply(ctx context.Context, loc channels.Location, s sender, md string, refusal bool) {
-	m := channels.TextMessage(md)
+// reply answers a person's message outside a turn; refusals go only to
+// them where the surface can.
+func (in *intake) reply(ctx context.Context, msg channels.Inbound, s sender, md string, refusal bool) {
+	m := replyMessage(md, msg.MessageID)
 	if refusal {
-		in.outbox.postTo(ctx, loc, s.user.ID, m)
+		in.outbox.postTo(ctx, msg.Location, s.user.ID, m)
 		return
 	}
-	in.outbox.post(ctx, loc, m)
+	in.outbox.post(ctx, msg.Location, m)
 }
 
 func replyMessage(md, replyTo string) channels.Message {

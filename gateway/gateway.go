@@ -93,10 +93,15 @@ type Options struct {
 	// ModelProblem, when set, is the advice sent instead of running a turn
 	// (serve started without a usable model).
 	ModelProblem string
-	// Claim, when set, limits the conversations this process works (a `run`
-	// works only its own); nil: every conversation with items of the
-	// channels of its adapters.
-	Claim func(conversationID string) bool
+	// Conversations, when set, limits the conversations this process works
+	// (a `run` works only its own); nil: every conversation with items of
+	// the channels of its adapters.
+	Conversations func(conversationID string) bool
+	// Claim, when set, says whether this process takes an item of its
+	// channels (several local processes share the channel "local"); false
+	// means another process owns it: the worker looks again later, so the
+	// conversation's order holds.
+	Claim func(ctx context.Context, it Item) bool
 	// PollInterval is how often the gateway looks for items other
 	// processes sharing the data directory queued (default 500ms).
 	PollInterval time.Duration

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -268,3 +269,30 @@ func inputFor(vision bool, p messagePayload) (in agentcore.Input, dropped string
 
 // maxImageBytes bounds an image sent to the model.
 const maxImageBytes = 5 << 20
+
+// Decide implements channels.Decider: a decision by approval id, through
+// the one decide path.
+func (h *handler) Decide(ctx context.Context, d channels.Decision) (channels.DecisionReply, error) {
+	var action ButtonAction
+	switch d.Action {
+	case channels.DecideAllow:
+		action = ButtonApprove
+	case channels.DecideAlways:
+		action = ButtonAlways
+	case channels.DecideDeny:
+		action = ButtonDeny
+	default:
+		return channels.DecisionReply{Text: "Unknown decision " + d.Action + ": use allow, always or deny.", Refused: true}, nil
+	}
+	res, err := h.in.approvals.decide(ctx, DecideRequest{ApprovalID: d.ApprovalID, Action: action, By: channels.QualifiedID(h.channel, d.User.ID), Reason: d.Reason})
+	if err != nil {
+		return channels.DecisionReply{}, err
+	}
+	out := channels.DecisionReply{Text: res.Reply, Refused: res.Refused, Decided: res.Decided, Resumed: res.Resumed}
+	if res.Decided {
+		ap := res.Approval
+		out.Wire, _ = json.Marshal(agentcore.Event{Type: agentcore.EventApprovalDecision, ConversationID: ap.ConversationID,
+			AgentID: ap.AgentID, ToolCallID: ap.ToolCallID, Approval: &ap})
+	}
+	return out, nil
+}

@@ -54,7 +54,7 @@ func (ws *workers) start(ctx context.Context) {
 
 // kick makes sure a worker runs for the conversation.
 func (ws *workers) kick(conv string) {
-	if claim := ws.env.opts.Claim; claim != nil && !claim(conv) {
+	if only := ws.env.opts.Conversations; only != nil && !only(conv) {
 		return
 	}
 	ws.mu.Lock()
@@ -144,7 +144,12 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 			}
 			continue
 		}
-		busy, err := ws.runItem(ctx, w, it)
+		var busy bool
+		if claim := e.opts.Claim; claim != nil && !claim(ctx, it) {
+			busy = true // another process of this channel owns the item
+		} else {
+			busy, err = ws.runItem(ctx, w, it)
+		}
 		switch {
 		case busy:
 			// Another process holds the lease; look again later.

@@ -187,7 +187,9 @@ func TestCrashMidToolSettlesOutcomeUnknown(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	e.model.Push(fakemodel.Step{Text: "The job's outcome is unknown."})
+	// The restarted process adopts the dead run's queued message (it yields
+	// its one turn, settling the call), then runs its own prompt.
+	e.model.Push(fakemodel.Step{Text: "I was interrupted."}, fakemodel.Step{Text: "The job's outcome is unknown."})
 	r := e.run("", "run", "-p", "what happened?", "--continue", "--permission-mode", "unrestricted", "--output-format", "json")
 	if r.code != 0 {
 		t.Fatalf("restart exit %d: %s", r.code, r.stderr)

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/channels/headless"
+	"github.com/switchboard-gw/switchboard/channels/streamjson"
 )
 
 type runFlags struct {
@@ -62,76 +61,9 @@ with a reason the model reads; use --permission-mode or allow rules to let calls
 	return cmd
 }
 
-// resultObject is the last line of stream-json and the only output of
-// json (DESIGN §7; field names are a contract).
-type resultObject struct {
-	Type           string               `json:"type"`
-	Subtype        string               `json:"subtype"`
-	Result         string               `json:"result"`
-	StopReason     agentcore.StopReason `json:"stopReason"`
-	NumSteps       int                  `json:"numSteps"`
-	Usage          usageObject          `json:"usage"`
-	AgentID        string               `json:"agentId"`
-	ConversationID string               `json:"conversationId"`
-	DurationMs     int64                `json:"durationMs"`
-	Error          string               `json:"error,omitempty"`
-	Pending        []agentcore.Approval `json:"pendingApprovals,omitempty"`
-}
-
-type usageObject struct {
-	InputTokens  int64 `json:"inputTokens"`
-	OutputTokens int64 `json:"outputTokens"`
-	CachedTokens int64 `json:"cachedTokens"`
-}
-
-func subtype(r agentcore.StopReason) string {
-	switch r {
-	case agentcore.StopEndTurn:
-		return "success"
-	case agentcore.StopRequiresApproval:
-		return "requires_approval"
-	case agentcore.StopCancelled:
-		return "cancelled"
-	default:
-		return "error"
-	}
-}
-
-func toResult(res agentcore.TurnResult, usage agentcore.Usage, steps int, d time.Duration) resultObject {
-	return resultObject{
-		Type:           "result",
-		Subtype:        subtype(res.StopReason),
-		Result:         res.Text,
-		StopReason:     res.StopReason,
-		NumSteps:       steps,
-		Usage:          usageObject{usage.InputTokens, usage.OutputTokens, usage.CachedTokens},
-		AgentID:        res.AgentID,
-		ConversationID: res.ConversationID,
-		DurationMs:     d.Milliseconds(),
-		Error:          res.Error,
-		Pending:        res.Pending,
-	}
-}
-
-// jsonLines writes one JSON object per line, safe for concurrent use.
-type jsonLines struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (j *jsonLines) write(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	_, _ = j.w.Write(append(b, '\n'))
-}
-
 func runHeadless(ctx context.Context, s *streams, f *runFlags) error {
 	switch f.outputFormat {
-	case "text", "json", "stream-json":
+	case headless.FormatText, headless.FormatJSON, headless.FormatStreamJSON:
 	default:
 		return fmt.Errorf("--output-format %q: use text, json or stream-json", f.outputFormat)
 	}
@@ -146,6 +78,10 @@ func runHeadless(ctx context.Context, s *streams, f *runFlags) error {
 	if n := btoi(f.continueLast) + btoi(f.conversation != "") + btoi(f.newConversation); n > 1 {
 		return errors.New("--continue, --conversation and --new-conversation exclude each other")
 	}
+	// A signal stops the running turn (its result says cancelled) instead
+	// of tearing the process down under it.
+	sig := ctx
+	ctx = context.WithoutCancel(ctx)
 	a, err := openApp(ctx, s)
 	if err != nil {
 		return err
@@ -159,92 +95,50 @@ func runHeadless(ctx context.Context, s *streams, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	out := &jsonLines{w: s.out}
-	if f.outputFormat == "stream-json" {
-		out.write(map[string]any{
-			"type":           "init",
-			"agentId":        ag.ID(),
-			"conversationId": convID,
-			"model":          ag.Config().Model,
-			"tools":          ag.Tools().Names(),
-			"cwd":            ag.Config().Policy.Workspace,
-			"permissionMode": ag.Config().Policy.Mode,
-		})
-	}
-	var sink agentcore.Sink = agentcore.Discard
-	if f.outputFormat == "stream-json" {
-		sink = agentcore.SinkFunc(func(e agentcore.Event) { out.write(e) })
-	}
-	h := &headless{s: s, a: a, ag: ag, convID: convID, f: f, out: out, sink: sink}
-	if f.inputFormat == "stream-json" {
-		return h.bidirectional(ctx)
-	}
-	res, err := h.turn(ctx, agentcore.Input{
-		Kind:     agentcore.InputUser,
-		Parts:    []agentcore.Part{{Type: agentcore.PartText, Text: f.prompt}},
-		Speaker:  "the local user",
-		Origin:   "terminal (switchboard run)",
-		DenyAsks: "nobody can approve in this mode (switchboard run with text input); rerun with --permission-mode or an allow rule",
-	})
+	sess, err := a.newLocalSession(ctx, "run", ag.ID(), convID)
 	if err != nil {
 		return err
 	}
-	return h.finish(res)
-}
-
-type headless struct {
-	s      *streams
-	a      *app
-	ag     *agentcore.Agent
-	convID string
-	f      *runFlags
-	out    *jsonLines
-	sink   agentcore.Sink
-	steps  int
-	usage  agentcore.Usage
-	start  time.Time
-}
-
-func (h *headless) turn(ctx context.Context, in agentcore.Input) (agentcore.TurnResult, error) {
-	if h.start.IsZero() {
-		h.start = time.Now()
+	defer sess.Close()
+	cfg := ag.Config()
+	o := headless.Options{
+		Format: f.outputFormat, Prompt: f.prompt, Out: s.out, Err: s.err,
+		Location: sess.loc, User: localUser(), BusyWait: f.leaseWait,
+		Init: streamjson.Init{AgentID: ag.ID(), ConversationID: convID, Model: cfg.Model, Tools: ag.Tools().Names(),
+			Cwd: cfg.Policy.Workspace, PermissionMode: string(cfg.Policy.Mode)},
 	}
-	res, err := waitTurn(ctx, h.ag, h.convID, in, h.sink, h.f.leaseWait, func() {
-		fmt.Fprintln(h.s.err, "switchboard: the conversation is busy in another process; waiting for it…")
-	})
-	if errors.Is(err, agentcore.ErrBusy) {
-		return res, fmt.Errorf("conversation %s is busy in another process; try again when it finishes", h.convID)
+	deny := ""
+	if f.inputFormat == "stream-json" {
+		o.StreamInput = s.in
+	} else {
+		deny = "nobody can approve in this mode (switchboard run with text input); rerun with --permission-mode or an allow rule"
 	}
-	h.steps += res.Steps
-	h.usage = h.usage.Add(res.Usage)
-	return res, err
-}
-
-// finish prints the result in the chosen format and sets the exit code.
-func (h *headless) finish(res agentcore.TurnResult) error {
-	obj := toResult(res, h.usage, h.steps, time.Since(h.start))
-	switch h.f.outputFormat {
-	case "text":
-		if res.Text != "" {
-			fmt.Fprintln(h.s.out, res.Text)
-		}
-		if res.Error != "" {
-			fmt.Fprintln(h.s.err, "switchboard:", res.Error)
-		}
-		for _, p := range res.Pending {
-			fmt.Fprintf(h.s.err, "switchboard: waiting for approval %s: %s\n", p.ID, p.Summary)
-		}
-	default:
-		h.out.write(obj)
+	ad := headless.New(o)
+	g, err := a.localGateway(ag, sess, ad, deny)
+	if err != nil {
+		return err
 	}
-	switch obj.Subtype {
-	case "success", "requires_approval":
-		return nil
-	case "cancelled":
+	gctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.Run(gctx, 10*time.Second) }()
+	select {
+	case <-ad.Done():
+	case <-sig.Done():
+		ad.Interrupt(ctx)
+		select {
+		case <-ad.Done():
+		case <-time.After(10 * time.Second):
+		}
+	}
+	stop()
+	<-done
+	if code := ad.ExitCode(); code != 0 {
+		return exitError{code}
+	}
+	if sig.Err() != nil {
 		return exitError{130}
-	default:
-		return exitError{1}
 	}
+	return nil
 }
 
 func pickConversation(ctx context.Context, a *app, ag *agentcore.Agent, f *runFlags) (string, error) {

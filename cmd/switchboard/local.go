@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/headless"
+	"github.com/switchboard-gw/switchboard/gateway"
+)
+
+// localUser is the person at the terminal or editor: one identity,
+// local:<OS user name>, an admin of the local hosts.
+func localUser() channels.User {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if name == "" {
+		name = "user"
+	}
+	name = strings.Map(func(r rune) rune {
+		if r == ':' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, name)
+	return channels.User{ID: name, Name: name}
+}
+
+// localSession is one local host process (run, chat, acp) on one
+// conversation: its own location local:<host>:<conversation>:<session>, a
+// presence lease on that location while the process lives (so another
+// process can tell a live session's items from a dead one's), and the
+// gateway options that make the process work only its own conversation.
+type localSession struct {
+	loc      channels.Location
+	conv     string
+	leases   agentcore.Leases
+	owner    string
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	leaseTTL time.Duration
+}
+
+func presenceKey(loc string) string { return "host:" + loc }
+
+// newLocalSession binds a fresh session location of host to the
+// conversation and holds its presence lease until Close.
+func (a *app) newLocalSession(ctx context.Context, host, agentID, convID string) (*localSession, error) {
+	s := &localSession{
+		loc:      channels.Location{Channel: headless.Name, Account: host, ChatID: convID, ThreadID: rand.Text()[:10]},
+		conv:     convID,
+		leases:   a.store,
+		owner:    fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:6]),
+		leaseTTL: 10 * time.Second,
+	}
+	if err := a.store.Bind(ctx, gateway.Binding{Location: s.loc.String(), AgentID: agentID, ConversationID: convID}); err != nil {
+		return nil, fmt.Errorf("bind the session: %w", err)
+	}
+	if _, err := s.leases.AcquireLease(ctx, presenceKey(s.loc.String()), s.owner, s.leaseTTL); err != nil {
+		return nil, fmt.Errorf("hold the session: %w", err)
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(s.leaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-tick.C:
+				_, _ = s.leases.RenewLease(rctx, presenceKey(s.loc.String()), s.owner, s.leaseTTL)
+			}
+		}
+	}()
+	return s, nil
+}
+
+// Close releases the presence lease.
+func (s *localSession) Close() {
+	s.stop()
+	s.wg.Wait()
+	_ = s.leases.ReleaseLease(context.Background(), presenceKey(s.loc.String()), s.owner)
+}
+
+// works reports whether the process works the conversation.
+func (s *localSession) works(conv string) bool { return conv == s.conv }
+
+// claim takes this session's items and adopts those a local session of the
+// same conversation left behind when its process died (its presence lease
+// expired); an item of a live session stays with it.
+func (s *localSession) claim(ctx context.Context, it gateway.Item) bool {
+	if it.Location == s.loc.String() {
+		return true
+	}
+	other, err := channels.ParseLocation(it.Location)
+	if err != nil || other.Channel != headless.Name || other.ChatID != s.conv {
+		return false
+	}
+	ok, err := s.leases.AcquireLease(ctx, presenceKey(it.Location), s.owner, s.leaseTTL)
+	if err != nil || !ok {
+		return false
+	}
+	return true
+}
+
+// localGateway builds the gateway of a local host: one agent, the local
+// channel (the person is an admin), this session's conversation only.
+func (a *app) localGateway(ag *agentcore.Agent, s *localSession, ad channels.Adapter, denyAsks string) (*gateway.Gateway, error) {
+	me := localUser()
+	ac := a.cfg.Agents[ag.ID()]
+	pc := a.cfg.Providers[ac.Provider]
+	return gateway.New(gateway.Options{
+		Store:        a.store,
+		Agents:       map[string]*agentcore.Agent{ag.ID(): ag},
+		AgentStore:   a.store,
+		AgentOptions: map[string]gateway.AgentOptions{ag.ID(): {Approvers: ac.Approvers, ApprovalRoutes: nil, Vision: pc.Vision}},
+		Channels: map[string]gateway.ChannelOptions{headless.Name: {
+			Agent: ag.ID(), AllowAll: true, Admins: []string{me.ID}, QueueMode: gateway.QueueFollowup,
+			EditInterval: 100 * time.Millisecond, DenyAsks: denyAsks,
+		}},
+		ApprovalTimeout: a.cfg.Approvals.Timeout,
+		Logger:          a.log,
+		Conversations:   s.works,
+		Claim:           s.claim,
+		PollInterval:    200 * time.Millisecond,
+	}, ad)
+}
