@@ -74,9 +74,12 @@ type HistoryHandler interface {
 	// Conversations lists the conversations the qualified identity who may
 	// see, most recently active first.
 	Conversations(ctx context.Context, who string) ([]ConversationInfo, error)
-	// History returns the visible messages of one conversation, oldest
-	// first.
-	History(ctx context.Context, conversationID string) ([]HistoryItem, error)
+	// History returns the visible messages of the conversation at a
+	// location of this surface (the one its binding names; for surfaces
+	// that reopen listed conversations by id, a chat id that is a
+	// conversation id), oldest first, with its pending approvals as cards
+	// whose buttons work.
+	History(ctx context.Context, loc Location) ([]HistoryItem, error)
 }
 
 // ConversationInfo describes one conversation in a list.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -47,8 +48,23 @@ func (h *handler) Conversations(ctx context.Context, who string) ([]channels.Con
 // History implements channels.HistoryHandler: the visible messages of a
 // conversation — user texts, assistant texts with each tool call and its
 // true outcome — and its pending approvals as working approval cards.
-func (h *handler) History(ctx context.Context, conversationID string) ([]channels.HistoryItem, error) {
+func (h *handler) History(ctx context.Context, loc channels.Location) ([]channels.HistoryItem, error) {
 	e := h.in.env
+	loc.Channel = h.channel
+	conversationID := ""
+	if b, ok, err := lookupBinding(ctx, e, loc); err != nil {
+		return nil, err
+	} else if ok {
+		conversationID = b.ConversationID
+	} else if e.channel(h.channel).BrowseByConversation {
+		c, err := e.opts.AgentStore.Conversation(ctx, loc.ChatID)
+		if err != nil {
+			return nil, fmt.Errorf("no conversation at %s: %w", loc, err)
+		}
+		conversationID = c.ID
+	} else {
+		return nil, fmt.Errorf("no conversation at %s", loc)
+	}
 	var msgs []agentcore.Message
 	var after int64
 	for {

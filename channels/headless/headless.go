@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
-	"github.com/switchboard-gw/switchboard/channels/streamjson"
+	"github.com/switchboard-gw/switchboard/channels/headless/streamjson"
 )
 
 // Name is the channel of every local host (run, chat, acp): the person at

@@ -138,8 +138,15 @@ func (a *Adapter) handleChats(w http.ResponseWriter, r *http.Request) {
 		}
 		list := make([]chatInfo, 0, len(convs))
 		for _, c := range convs {
-			if validID(c.ID) {
-				list = append(list, chatInfo{ID: c.ID, Title: c.Title, Agent: c.Agent, UpdatedAt: c.UpdatedAt})
+			// Reopen a conversation where it lives on this page (its
+			// binding), so its commands, asks and buttons keep working;
+			// one that lives elsewhere opens under its own id.
+			id := c.ID
+			if c.Location.Channel == Name && validID(c.Location.ChatID) {
+				id = c.Location.ChatID
+			}
+			if validID(id) {
+				list = append(list, chatInfo{ID: id, Title: c.Title, Agent: c.Agent, UpdatedAt: c.UpdatedAt})
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"chats": list})
@@ -189,7 +196,7 @@ func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"items": items})
 		return
 	}
-	hist, err := hh.History(r.Context(), id)
+	hist, err := hh.History(r.Context(), location(id))
 	if err != nil {
 		// A chat that is not (yet) a conversation has no history; the page
 		// shows the error only for conversations it listed.

@@ -78,8 +78,8 @@ func (f *fakeHistory) Conversations(ctx context.Context, who string) ([]channels
 	return f.convs, nil
 }
 
-func (f *fakeHistory) History(ctx context.Context, id string) ([]channels.HistoryItem, error) {
-	items, ok := f.hist[id]
+func (f *fakeHistory) History(ctx context.Context, loc channels.Location) ([]channels.HistoryItem, error) {
+	items, ok := f.hist[loc.ChatID]
 	if !ok {
 		return nil, errNoConversation
 	}

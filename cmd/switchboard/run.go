@@ -11,7 +11,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/channels/headless"
-	"github.com/switchboard-gw/switchboard/channels/streamjson"
+	"github.com/switchboard-gw/switchboard/channels/headless/streamjson"
 )
 
 type runFlags struct {

@@ -6,8 +6,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +20,6 @@ import (
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/channels"
-	"github.com/switchboard-gw/switchboard/channels/telegram"
 	"github.com/switchboard-gw/switchboard/channels/web"
 	"github.com/switchboard-gw/switchboard/gateway"
 )
@@ -72,55 +74,24 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		}
 	}
 
-	var adapters []channels.Adapter
-	chOpts := map[string]gateway.ChannelOptions{}
-	mux := http.NewServeMux()
-	var webAdapter *web.Adapter
-	webLink := ""
-	if cfg.Channels.Web.Enabled {
-		token := cfg.Channels.Web.Token
-		shown := token == ""
-		if shown {
-			token = randomToken()
-			a.redactor.Add(token)
-		}
-		webAdapter = web.New(web.Options{Token: token, Logger: a.log})
-		if modelProblem != "" {
-			webAdapter.SetNotice(modelProblem)
-		}
-		adapters = append(adapters, webAdapter)
-		chOpts["web"] = gateway.ChannelOptions{Agent: "main", AllowAll: true, BrowseByConversation: true, QueueMode: cfg.Channels.Web.QueueMode, EditInterval: cfg.Channels.Web.EditInterval}
-		if _, ok := agents["main"]; !ok {
-			chOpts["web"] = gateway.ChannelOptions{AllowAll: true, BrowseByConversation: true, QueueMode: cfg.Channels.Web.QueueMode, EditInterval: cfg.Channels.Web.EditInterval}
-		}
-		mux.Handle("/", webAdapter.Handler())
-		if shown {
-			webLink = token
-		}
+	built, chOpts, err := buildChannels(a, cfg)
+	if err != nil {
+		return err
 	}
-
-	if tc := cfg.Channels.Telegram; tc != nil {
-		tg, err := telegram.New(telegram.Options{
-			Token:         tc.Token,
-			APIURL:        tc.APIURL,
-			Mode:          tc.Mode,
-			WebhookURL:    tc.WebhookURL,
-			WebhookSecret: tc.WebhookSecret,
-			Logger:        a.log,
-		})
-		if err != nil {
-			return err
+	mux := http.NewServeMux()
+	var adapters []channels.Adapter
+	var webAdapter *web.Adapter
+	for _, b := range built {
+		adapters = append(adapters, b.adapter)
+		for pattern, h := range b.routes {
+			mux.Handle(pattern, h)
 		}
-		adapters = append(adapters, tg)
-		chOpts[telegram.Name] = gateway.ChannelOptions{
-			Agent:          tc.Agent,
-			AllowUsers:     tc.AllowUsers,
-			Admins:         tc.Admins,
-			RequireMention: tc.RequireMention,
-			QueueMode:      tc.QueueMode,
-			EditInterval:   tc.EditInterval,
+		if w, ok := b.adapter.(*web.Adapter); ok {
+			webAdapter = w
+			if modelProblem != "" {
+				w.SetNotice(modelProblem)
+			}
 		}
-		mux.Handle("POST /telegram/webhook", tg.WebhookHandler())
 	}
 
 	g, err := gateway.New(gateway.Options{
@@ -146,10 +117,21 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-ready:
-			_, _ = w.Write([]byte("ready\n"))
 		default:
 			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
 		}
+		if down := g.Down(); len(down) > 0 {
+			// Ready to serve the other channels; say which are down.
+			var b strings.Builder
+			for _, name := range slices.Sorted(maps.Keys(down)) {
+				fmt.Fprintf(&b, "channel %s down: %s\n", name, down[name])
+			}
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("ready (degraded)\n" + b.String()))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
@@ -161,8 +143,12 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 
+	// The gateway stops before the store closes on every exit path: it runs
+	// on its own context, which a server failure cancels too.
+	gwCtx, stopGateway := context.WithCancel(ctx)
+	defer stopGateway()
 	gwDone := make(chan error, 1)
-	go func() { gwDone <- g.Run(ctx, grace) }()
+	go func() { gwDone <- g.Run(gwCtx, grace) }()
 	probeDone := make(chan struct{})
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer func() { stopProbe(); <-probeDone }()
@@ -184,11 +170,10 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 	}()
 	close(ready)
 	fmt.Fprintf(s.err, "switchboard: serving on http://%s (agents: %d, channels: %d)\n", ln.Addr(), len(agents), len(adapters))
-	if webLink != "" {
-		// Shown once on the terminal, like Jupyter; never logged.
-		fmt.Fprintf(s.err, "switchboard: open the web page (login link, shown once): http://%s/?token=%s\n", ln.Addr(), webLink)
-	} else if webAdapter != nil {
-		fmt.Fprintf(s.err, "switchboard: web page at http://%s/ (log in with [channels.web] token)\n", ln.Addr())
+	for _, b := range built {
+		if b.banner != "" {
+			fmt.Fprintf(s.err, "switchboard: "+b.banner+"\n", ln.Addr())
+		}
 	}
 	if modelProblem != "" {
 		fmt.Fprintln(s.err, "switchboard:", modelProblem)
@@ -197,12 +182,19 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 	var runErr error
 	select {
 	case runErr = <-gwDone:
+		gwDone = nil
 	case err := <-srvErr:
 		runErr = fmt.Errorf("http server: %w", err)
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)
+	if gwDone != nil {
+		stopGateway()
+		if err := <-gwDone; runErr == nil {
+			runErr = err
+		}
+	}
 	if runErr == nil || errors.Is(runErr, context.Canceled) {
 		return nil
 	}
