@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/internal/fakemodel"
+)
+
+// get fetches a JSON document of the web API.
+func (w *webClient) get(path string) map[string]any {
+	w.t.Helper()
+	resp, err := w.c.Get(w.base + path)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		w.t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		w.t.Fatalf("GET %s: %v", path, err)
+	}
+	return m
+}
+
+// historyButton finds, in a chat's history, the message containing text
+// and returns it with the token of its labelled button.
+func (w *webClient) historyButton(chat, text, label string) (string, string) {
+	w.t.Helper()
+	var id, token string
+	eventually(w.t, 30*time.Second, "an approval card in the history of "+chat, func() bool {
+		items, _ := w.get("/api/chats/" + chat + "/history")["items"].([]any)
+		for _, it := range items {
+			b, _ := json.Marshal(it)
+			var m webMessage
+			if json.Unmarshal(b, &m) != nil || !strings.Contains(m.text(), text) {
+				continue
+			}
+			for _, p := range m.Parts {
+				for _, row := range p.Rows {
+					for _, bt := range row {
+						if bt.Label == label {
+							id, token = m.ID, bt.Token
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	})
+	return id, token
+}
+
+// An ask raised by `run --input-format stream-json` is approved from the web
+// page of a `serve` on the same data directory: the run process prints the
+// tool's result and the answer; serve never works that conversation's items.
+func TestAskFromRunApprovedOnWeb(t *testing.T) {
+	e := newEnv(t, bashStep("call_x", "touch cross-process && echo ran-it"), fakemodel.Step{Text: "answer after the web approved"})
+	e.writeServeConfig("")
+	p := e.startServe()
+	web := newWebClient(t, p.url())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "run", "--input-format", "stream-json", "--output-format", "stream-json")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(stdout)
+	next := func(typ string) map[string]any {
+		for {
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				t.Fatalf("waiting for %s: %v\nrun stderr: %s\nserve stderr: %s", typ, err, stderr.String(), p.stderr.String())
+			}
+			if m["type"] == typ {
+				return m
+			}
+		}
+	}
+	init := next("init")
+	conv := init["conversationId"].(string)
+	stdin.Write([]byte(`{"type":"user","content":"run it"}` + "\n"))
+	next("approval_request")
+	if res := next("result"); res["subtype"] != "requires_approval" {
+		t.Fatalf("result = %v", res)
+	}
+
+	// The web page lists the conversation; opening it shows the ask with
+	// working buttons.
+	var chat string
+	eventually(t, 30*time.Second, "the run's conversation in the web sidebar", func() bool {
+		chats, _ := web.get("/api/chats")["chats"].([]any)
+		for _, c := range chats {
+			if m, _ := c.(map[string]any); m["id"] == conv {
+				chat = conv
+				return true
+			}
+		}
+		return false
+	})
+	msgID, token := web.historyButton(chat, "Approval needed", "Approve")
+	reply := web.post("/api/actions", map[string]string{"token": token, "chat": chat, "message": msgID})
+	if !strings.Contains(reply["text"].(string), "Approved") {
+		t.Fatalf("press = %v", reply)
+	}
+	tr := next("tool_result")
+	if !strings.Contains(tr["text"].(string), "ran-it") {
+		t.Fatalf("tool_result = %v", tr)
+	}
+	if res := next("result"); res["subtype"] != "success" || res["result"] != "answer after the web approved" {
+		t.Fatalf("result = %v", res)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run exit: %v\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "cross-process")); err != nil {
+		t.Fatal("the approved command did not run")
+	}
+	if strings.Contains(p.stderr.String(), conv) && strings.Contains(p.stderr.String(), "level=INFO msg=turn") {
+		t.Errorf("serve worked the run's conversation:\n%s", p.stderr.String())
+	}
+	validTranscript(t, e.transcript())
+}
+
+// The web page's headline promise across a restart (SIGTERM and SIGKILL):
+// the reopened conversation shows the pending ask with working buttons and
+// the tool as not yet run; /approve typed there works, and so does the
+// button of the other ask; the answers arrive.
+func TestWebAskSurvivesRestart(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := newEnv(t)
+			e.model.SetResponder(func(req fakemodel.Request) fakemodel.Step {
+				last := req.LastMessage()
+				switch {
+				case last.Role == "tool":
+					return fakemodel.Step{Text: "done after restart: " + last.Text()}
+				case strings.Contains(last.Text(), "first"):
+					return bashStep("call_1", "touch first-file && echo first-ran")
+				case strings.Contains(last.Text(), "second"):
+					return bashStep("call_2", "touch second-file && echo second-ran")
+				}
+				return fakemodel.Step{Text: "?"}
+			})
+			e.writeServeConfig("")
+			p := e.startServe()
+			web := newWebClient(t, p.url())
+			chatA, chatB := web.newChat(), web.newChat()
+			wa, wb := web.watch(chatA), web.watch(chatB)
+			web.say(chatA, "a1", "first please")
+			web.say(chatB, "b1", "second please")
+			wa.waitFor(t, "Approval needed")
+			wb.waitFor(t, "Approval needed")
+			if sig == syscall.SIGTERM {
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-p.done:
+				case <-time.After(20 * time.Second):
+					t.Fatal("serve did not stop on SIGTERM")
+				}
+			} else {
+				p.kill()
+			}
+			p2 := e.startServe()
+			web2 := newWebClient(t, p2.url())
+			// The sidebar lists both chats under their own ids.
+			chats, _ := web2.get("/api/chats")["chats"].([]any)
+			ids := map[string]bool{}
+			for _, c := range chats {
+				ids[c.(map[string]any)["id"].(string)] = true
+			}
+			if !ids[chatA] || !ids[chatB] {
+				t.Fatalf("sidebar after restart lists %v; want %s and %s", ids, chatA, chatB)
+			}
+			// The history shows the tool as waiting, not done, and the card.
+			items, _ := web2.get("/api/chats/" + chatA + "/history")["items"].([]any)
+			b, _ := json.Marshal(items)
+			if !strings.Contains(string(b), `"status":"pending"`) || strings.Contains(string(b), `"status":"done"`) {
+				t.Errorf("history of the parked chat does not show the call as pending:\n%s", b)
+			}
+			// A: the button from the history works.
+			msgID, token := web2.historyButton(chatA, "Approval needed", "Approve")
+			wa2 := web2.watch(chatA)
+			if r := web2.post("/api/actions", map[string]string{"token": token, "chat": chatA, "message": msgID}); !strings.Contains(r["text"].(string), "Approved") {
+				t.Fatalf("press after restart = %v", r)
+			}
+			wa2.waitFor(t, "done after restart")
+			// B: /approve typed in the reopened chat works.
+			wb2 := web2.watch(chatB)
+			web2.say(chatB, "b2", "/approve")
+			wb2.waitFor(t, "done after restart")
+			for _, f := range []string{"first-file", "second-file"} {
+				if _, err := os.Stat(filepath.Join(e.workspace, f)); err != nil {
+					t.Errorf("%s was not made", f)
+				}
+			}
+			validTranscript(t, e.transcript())
+		})
+	}
+}
