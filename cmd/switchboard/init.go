@@ -186,6 +186,11 @@ func (a *initAnswers) check() error {
 			return fmt.Errorf("%s: %w", flag, err)
 		}
 	}
+	for _, ch := range a.channels {
+		if err := ch.check(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -41,6 +41,8 @@ type initChannel interface {
 	on() bool
 	// ask asks the channel's questions in a terminal.
 	ask(p *prompter) error
+	// check validates what the flags gave, naming the flag at fault.
+	check() error
 	// block renders the channel's table.
 	block() string
 	// envRefs lists the variables block references.
@@ -202,6 +204,27 @@ func (t *telegramInit) ask(p *prompter) error {
 	}
 	t.secretEnv, err = p.askValid("  Environment variable holding the webhook secret", t.secretEnv, checkEnvName)
 	return err
+}
+
+func (t *telegramInit) check() error {
+	if !t.on() {
+		return nil
+	}
+	if err := checkEnvName(t.tokenEnv); err != nil {
+		return fmt.Errorf("--telegram-token-env: %w", err)
+	}
+	if err := checkUserIDs(strings.Join(t.users, ",")); err != nil {
+		return fmt.Errorf("--telegram-user: %w", err)
+	}
+	if t.webhookURL != "" {
+		if err := checkWebhookURL(t.webhookURL); err != nil {
+			return fmt.Errorf("--telegram-webhook-url: %w", err)
+		}
+		if err := checkEnvName(t.secretEnv); err != nil {
+			return fmt.Errorf("--telegram-webhook-secret-env: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t *telegramInit) block() string {
