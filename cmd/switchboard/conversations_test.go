@@ -158,3 +158,42 @@ func TestApprovalsListAndPendingInShow(t *testing.T) {
 		t.Errorf("list lacks the binding or title:\n%s", r.stdout)
 	}
 }
+
+func TestVisibleMessages(t *testing.T) {
+	txt := func(s string) []agentcore.Part { return []agentcore.Part{{Type: agentcore.PartText, Text: s}} }
+	call := func(id, cmd string) agentcore.ToolCall {
+		return agentcore.ToolCall{ID: id, Name: "Bash", Arguments: `{"command":"` + cmd + `"}`}
+	}
+	msgs := []agentcore.Message{
+		{Seq: 1, Role: agentcore.RoleUser, Parts: []agentcore.Part{{Type: agentcore.PartReminder, Text: "<system-reminder>x</system-reminder>"}}},
+		{Seq: 2, Role: agentcore.RoleUser, Parts: []agentcore.Part{{Type: agentcore.PartSummary, Text: "earlier we fixed the build"}}},
+		{Seq: 3, Role: agentcore.RoleUser, Parts: append(txt("look"), agentcore.Part{Type: agentcore.PartImage, MIME: "image/png"})},
+		{Seq: 4, Role: agentcore.RoleAssistant, ToolCalls: []agentcore.ToolCall{call("ok1", "ls"), call("err1", "false"), call("ask1", "git push"), call("lost1", "sleep 9")}},
+		{Seq: 5, Role: agentcore.RoleTool, ToolCallID: "ok1", Parts: txt("a\nb")},
+		{Seq: 6, Role: agentcore.RoleTool, ToolCallID: "err1", IsError: true, Parts: txt("exit status 1")},
+		{Seq: 7, Role: agentcore.RoleAssistant},
+	}
+	approvals := map[string]agentcore.Approval{"ask1": {ID: "ap-9", ToolCallID: "ask1", State: agentcore.ApprovalPending}}
+	got := visibleMessages(msgs, approvals)
+	if len(got) != 3 {
+		t.Fatalf("visible = %+v, want the summary, the user message and the assistant's calls", got)
+	}
+	if !got[0].Summary || got[0].Text != "earlier we fixed the build" {
+		t.Errorf("summary entry = %+v", got[0])
+	}
+	if got[1].Text != "look" || got[1].Images != 1 {
+		t.Errorf("user entry = %+v", got[1])
+	}
+	want := []struct{ subject, status, result string }{
+		{"ls", callOK, "a b"},
+		{"false", callError, "exit status 1"},
+		{"git push", callAsking + " ap-9", ""},
+		{"sleep 9", callNoResult, ""},
+	}
+	for i, w := range want {
+		c := got[2].ToolCalls[i]
+		if c.Subject != w.subject || c.Status != w.status || c.Result != w.result {
+			t.Errorf("call %d = %+v, want %+v", i, c, w)
+		}
+	}
+}

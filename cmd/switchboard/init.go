@@ -333,14 +333,14 @@ func writeConfigFile(path string, data []byte, force bool) error {
 	return nil
 }
 
-// isTerminal reports whether r is a terminal (a character device with
-// terminal attributes).
+// isTerminal reports whether r is a terminal (it has terminal
+// attributes; /dev/null and pipes do not).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 
