@@ -35,18 +35,12 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		newPairCmd(s),
 		newConfigCmd(s),
 		newVersionCmd(s),
+		newInitCmd(s),
+		newDoctorCmd(s),
+		newConversationsCmd(s),
+		newApprovalsCmd(s),
+		newBackupCmd(s),
+		newHealthCmd(s),
 	)
 	return root
-}
-
-func newVersionCmd(s *streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := io.WriteString(s.out, "switchboard "+version+"\n")
-			return err
-		},
-	}
 }

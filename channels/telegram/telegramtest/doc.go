@@ -5,8 +5,9 @@
 // It serves /bot<token>/<method> for the methods switchboard uses (getMe,
 // getUpdates with long polling and offsets, sendMessage, editMessageText,
 // sendChatAction, sendDocument, answerCallbackQuery, setMyCommands (checked
-// as Telegram does), deleteMyCommands, setWebhook, deleteWebhook, getFile)
-// and /file/bot<token>/<path> for file downloads. Requests may be multipart forms, URL-encoded forms or JSON.
+// as Telegram does), deleteMyCommands, setWebhook, deleteWebhook,
+// getWebhookInfo, getFile) and /file/bot<token>/<path> for file downloads.
+// Requests may be multipart forms, URL-encoded forms or JSON.
 // Every call is recorded (method, parameters, uploaded files, time, the
 // status answered) so tests can assert what went over the wire, for example
 // that every call for a forum topic carried the same message_thread_id.

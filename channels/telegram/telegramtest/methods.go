@@ -107,6 +107,8 @@ func (s *Server) call(method string, p map[string]string, files map[string]File)
 	case "deleteWebhook":
 		s.webhookURL, s.secret = "", ""
 		return ok(true)
+	case "getWebhookInfo":
+		return ok(map[string]any{"url": s.webhookURL, "has_custom_certificate": false, "pending_update_count": len(s.updates)})
 	case "sendChatAction":
 		if _, err := chatID(p); err != nil {
 			return bad(err.Error())
