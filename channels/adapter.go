@@ -128,6 +128,12 @@ type Inbound struct {
 	// Mentioned: the bot was mentioned. DirectMessage: a one-to-one chat.
 	// ReplyToBot: the message replies to one of the bot's messages.
 	Mentioned, DirectMessage, ReplyToBot bool
+	// RoleAllowed and RoleAdmin are facts only the platform knows: the
+	// platform says the user is allowed / an admin by role (Discord roles
+	// listed in allow_roles / admin_roles). The gateway treats them like
+	// membership in allow_users / admins; adapters without roles leave them
+	// false.
+	RoleAllowed, RoleAdmin bool
 	// ReplyTo is the platform id of the message this one replies to, if any.
 	ReplyTo string
 	// MessageID is the platform id of this message, for threading replies

@@ -23,6 +23,11 @@ type Message struct {
 	// Turn, when set, is the id of the turn whose final message this is, so
 	// a LiveSurface can tell it from what it already showed live.
 	Turn string
+	// Key is an idempotency key stable across retries of the same outbound
+	// (the outbox item); "" when none. Adapters whose platform dedupes sends
+	// derive their platform's key from it (Discord: nonce with
+	// enforce_nonce), so a send retried after a crash posts once.
+	Key string
 }
 
 // Part is one piece of a Message. The set of parts is closed: Text,
