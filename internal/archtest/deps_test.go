@@ -136,6 +136,8 @@ var thirdParty = map[string][]string{
 	"channels/channelstest":          {},
 	"channels/telegram":              {"github.com/go-telegram/bot"},
 	"channels/telegram/telegramtest": {},
+	"channels/discord":               {"github.com/bwmarrin/discordgo", "github.com/gorilla/websocket"},
+	"channels/discord/discordtest":   {"github.com/gorilla/websocket"},
 	"channels/web":                   {},
 	"agentcore/permission":           {"mvdan.cc/sh/v3", "github.com/bmatcuk/doublestar/v4"},
 }
