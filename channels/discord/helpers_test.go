@@ -185,6 +185,10 @@ func start(t *testing.T, change func(*Options), srvOpts ...dt.Option) *env {
 	if err := srv.WaitGateway(e.ctx, "identify", func(s dt.GatewayStats) bool { return s.Identifies > 0 && s.Live }); err != nil {
 		t.Fatal(err)
 	}
+	// READY reached the worker when the application id is known.
+	if !eventually(e.ctx, func() bool { return a.identity().AppID != "" }) {
+		t.Fatal("the adapter did not process READY")
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("adapter log:\n%s", logs.String())
@@ -218,4 +222,18 @@ func runAdapter(t *testing.T, a *Adapter, h channels.Handler) context.Context {
 
 func loc(chat, thread string) channels.Location {
 	return channels.Location{Channel: Name, Account: dt.BotID, ChatID: chat, ThreadID: thread}
+}
+
+// eventually polls cond until it holds or ctx ends.
+func eventually(ctx context.Context, cond func() bool) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
 }

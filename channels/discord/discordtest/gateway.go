@@ -58,10 +58,12 @@ type gateway struct {
 	all        []*conn
 	wg         sync.WaitGroup
 	noAcks     bool
+	refuse     bool
 	connects   int
 	identifies int
 	resumes    int // successful
 	heartbeats int
+	refused    int
 	intents    int
 }
 
@@ -101,6 +103,17 @@ func (g *gateway) sendLocked(c *conn, f frame) {
 }
 
 func (g *gateway) serveWS(s *Server, w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	refuse := g.refuse
+	if refuse {
+		g.refused++
+		s.notifyLocked()
+	}
+	s.mu.Unlock()
+	if refuse {
+		http.Error(w, "gateway unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
@@ -279,9 +292,18 @@ func (s *Server) StopAcks(stop bool) {
 	s.gw.noAcks = stop
 }
 
+// RefuseConnections makes the gateway refuse (or accept again) new
+// websocket connections, with 503: an outage.
+func (s *Server) RefuseConnections(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gw.refuse = refuse
+}
+
 // GatewayStats counts what happened on the gateway.
 type GatewayStats struct {
 	Connects, Identifies, Resumes, Heartbeats int
+	Refused                                   int  // connections refused by RefuseConnections
 	Intents                                   int  // of the last IDENTIFY
 	Live                                      bool // a connection is identified or resumed
 }
@@ -296,7 +318,7 @@ func (s *Server) Stats() GatewayStats {
 func (s *Server) statsLocked() GatewayStats {
 	g := &s.gw
 	return GatewayStats{Connects: g.connects, Identifies: g.identifies, Resumes: g.resumes, Heartbeats: g.heartbeats,
-		Intents: g.intents, Live: g.cur != nil && g.cur.live}
+		Refused: g.refused, Intents: g.intents, Live: g.cur != nil && g.cur.live}
 }
 
 // WaitGateway waits until the gateway's counters satisfy cond.

@@ -105,6 +105,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, path string, bod
 		}
 	}
 	s.mu.Lock()
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
 	s.calls = append(s.calls, Call{Method: r.Method, Path: path, Body: append(json.RawMessage(nil), body...), Status: status})
 	s.notifyLocked()
 	s.mu.Unlock()

@@ -101,7 +101,7 @@ type Interaction struct {
 
 // Call is one REST request the fake received.
 type Call struct {
-	Method, Path string // path without /api/v9
+	Method, Path string // path without /api/v9, with the query
 	Body         json.RawMessage
 	Status       int
 }
