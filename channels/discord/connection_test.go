@@ -152,7 +152,7 @@ func TestCatchUpAtStart(t *testing.T) {
 }
 
 func TestZombieConnectionIsReopened(t *testing.T) {
-	e := start(t, func(o *Options) { o.StaleAfter = 300 * time.Millisecond }, dt.HeartbeatInterval(50*time.Millisecond))
+	e := start(t, func(o *Options) { o.StaleAfter = 1500 * time.Millisecond }, dt.HeartbeatInterval(time.Second))
 	e.srv.StopAcks(true)
 	if err := e.srv.WaitGateway(e.ctx, "a reconnect after missing acks", func(s dt.GatewayStats) bool { return s.Connects >= 2 }); err != nil {
 		t.Fatal(err)
