@@ -138,3 +138,18 @@ func TestBotIDFromToken(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestInviteURL(t *testing.T) {
+	u, err := url.Parse(InviteURL("123456789012345678"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	// View Channels, Send Messages, Attach Files, Read Message History,
+	// Create Public Threads, Send Messages in Threads.
+	const want = 1<<10 | 1<<11 | 1<<15 | 1<<16 | 1<<35 | 1<<38
+	if u.Host != "discord.com" || u.Path != "/oauth2/authorize" || q.Get("client_id") != "123456789012345678" ||
+		q.Get("scope") != "bot applications.commands" || q.Get("permissions") != fmt.Sprint(want) {
+		t.Errorf("invite URL %s", u)
+	}
+}
