@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -176,4 +177,57 @@ func TestIntentsIdentified(t *testing.T) {
 	if got := e.srv.Stats().Intents; got&dt.RequiredIntents != dt.RequiredIntents {
 		t.Errorf("intents %b lack %b", got, dt.RequiredIntents)
 	}
+}
+
+func TestStartStopsEveryGoroutine(t *testing.T) {
+	srv := dt.New(t)
+	a := newTestAdapter(t, srv, &logBuffer{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, blockingHandler{}) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := srv.WaitGateway(wctx, "a live connection", func(s dt.GatewayStats) bool { return s.Live }); err != nil {
+		t.Fatal(err)
+	}
+	// The worker is stuck in OnInbound and the queue fills, so discordgo's
+	// reader blocks in the adapter's event handler: ending Start must still
+	// release it.
+	srv.Post(dt.TextChannelID, dt.UserID, "block", dt.Mention())
+	for range cap(a.events) + 10 {
+		srv.Post(dt.VoiceID, dt.OtherBotID, "noise")
+	}
+	if !eventually(wctx, func() bool { return len(a.events) == cap(a.events) }) {
+		t.Fatal("the queue did not fill")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ours := func() string {
+		buf := make([]byte, 1<<20)
+		var left []string
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "channels/discord.(*Adapter)") || strings.Contains(g, "bwmarrin/discordgo.(*Session).listen") ||
+				strings.Contains(g, "bwmarrin/discordgo.(*Session).heartbeat") {
+				left = append(left, g)
+			}
+		}
+		return strings.Join(left, "\n\n")
+	}
+	if !eventually(wctx, func() bool { return ours() == "" }) {
+		t.Errorf("goroutines left after Start returned:\n%s", ours())
+	}
+}
+
+// blockingHandler holds every message until its context ends.
+type blockingHandler struct{}
+
+func (blockingHandler) OnInbound(ctx context.Context, _ channels.Inbound) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (blockingHandler) OnAction(context.Context, channels.Action) (channels.ActionReply, error) {
+	return channels.ActionReply{}, nil
 }

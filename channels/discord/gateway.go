@@ -65,6 +65,9 @@ func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 		return errors.New("discord: adapter already started")
 	}
 	runCtx, cancel := context.WithCancel(ctx)
+	// Handlers blocked on a full queue must give up as soon as ctx ends,
+	// even while Open (which waits for them) is still running.
+	stopHandlers := context.AfterFunc(runCtx, func() { close(a.stop) })
 	var wg sync.WaitGroup
 	wg.Go(func() { a.work(runCtx, h) })
 	for range a.workers {
@@ -73,7 +76,9 @@ func (a *Adapter) Start(ctx context.Context, h channels.Handler) error {
 	wg.Go(func() { a.watch(runCtx) })
 	err := a.connect(runCtx)
 	cancel()
-	close(a.stop)
+	if stopHandlers() {
+		close(a.stop) // not reached in practice: cancel ran the func
+	}
 	a.connected.Store(false)
 	if cerr := a.sess.Close(); cerr != nil {
 		a.log.Debug("discord close", "err", cerr)
