@@ -139,6 +139,12 @@ type Inbound struct {
 	// Mentioned: the bot was mentioned. DirectMessage: a one-to-one chat.
 	// ReplyToBot: the message replies to one of the bot's messages.
 	Mentioned, DirectMessage, ReplyToBot bool
+	// RoleAllowed and RoleAdmin are facts only the platform knows: the
+	// platform says the user is allowed / an admin by role (Discord roles
+	// listed in allow_roles / admin_roles). The gateway treats them like
+	// membership in allow_users / admins; adapters without roles leave them
+	// false.
+	RoleAllowed, RoleAdmin bool
 	// ReplyTo is the platform id of the message this one replies to, if any.
 	ReplyTo string
 	// MessageID is the platform id of this message, for threading replies
@@ -146,10 +152,6 @@ type Inbound struct {
 	// Message.ReplyTo of the answer, so an adapter may put a handle there.
 	MessageID string
 	At        time.Time
-	// RoleAllowed and RoleAdmin: the platform says the user may talk, or
-	// is an admin, by a role only the adapter sees (Discord roles listed in
-	// allow_roles and admin_roles).
-	RoleAllowed, RoleAdmin bool
 }
 
 // Action is a press on a button the gateway sent.

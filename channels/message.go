@@ -24,9 +24,9 @@ type Message struct {
 	// a LiveSurface can tell it from what it already showed live.
 	Turn string
 	// Key is an idempotency key stable across retries of the same outbound
-	// message (the outbox item); "" when none. Surfaces that can dedupe
-	// sends (Discord's nonce) use it so a send retried after a crash posts
-	// once.
+	// message (the outbox item); "" when none. Adapters whose platform
+	// dedupes sends derive their platform's key from it (Discord: nonce
+	// with enforce_nonce), so a send retried after a crash posts once.
 	Key string
 }
 

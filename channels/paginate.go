@@ -92,6 +92,17 @@ func composePages(m Message, lead, tail []Part, md string, budget int) []Message
 	if len(pages) > 0 {
 		pages[0].ReplyTo = m.ReplyTo
 	}
+	// Each page is its own platform message: the first keeps the key, the
+	// others get keys of their own derived from it, so an adapter that
+	// dedupes on Key never folds two pages into one.
+	for i := range pages {
+		if m.Key != "" {
+			pages[i].Key = m.Key
+			if i > 0 {
+				pages[i].Key = fmt.Sprintf("%s/p%d", m.Key, i)
+			}
+		}
+	}
 	return pages
 }
 
@@ -117,7 +128,7 @@ func collapseTools(m Message) Message {
 		return m
 	}
 	drop := n - maxTools
-	out := Message{ReplyTo: m.ReplyTo, Turn: m.Turn}
+	out := Message{ReplyTo: m.ReplyTo, Turn: m.Turn, Key: m.Key}
 	noted := false
 	for _, p := range m.Parts {
 		if _, ok := p.(ToolActivity); ok && drop > 0 {

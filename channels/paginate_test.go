@@ -69,6 +69,15 @@ func TestPaginate(t *testing.T) {
 			})
 		}
 	}
+	keyed := Message{Parts: []Part{Text{Markdown: long.String()}}, Key: "out-7"}
+	pages := Paginate(keyed, Capabilities{MaxMessageLen: 2000, Dialect: DiscordMarkdown})
+	keys := map[string]bool{}
+	for _, p := range pages {
+		keys[p.Key] = true
+	}
+	if len(pages) < 2 || pages[0].Key != "out-7" || len(keys) != len(pages) || keys[""] {
+		t.Errorf("page keys %v for %d pages: want the first to keep out-7 and every page a distinct key", keys, len(pages))
+	}
 	if got := Paginate(TextMessage("short"), Capabilities{MaxMessageLen: 100}); len(got) != 1 {
 		t.Errorf("short message: %d pages", len(got))
 	}

@@ -34,6 +34,7 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		newAgentsCmd(s),
 		newPairCmd(s),
 		newConfigCmd(s),
+		newDiscordCmd(s),
 		newVersionCmd(s),
 		newInitCmd(s),
 		newDoctorCmd(s),

@@ -140,6 +140,8 @@ var thirdParty = map[string][]string{
 	"channels/channelstest":          {},
 	"channels/telegram":              {"github.com/go-telegram/bot"},
 	"channels/telegram/telegramtest": {},
+	"channels/discord":               {"github.com/bwmarrin/discordgo", "github.com/gorilla/websocket"},
+	"channels/discord/discordtest":   {"github.com/gorilla/websocket"},
 	"channels/web":                   {},
 	"channels/headless":              {},
 	"channels/headless/streamjson":   {},

@@ -1,0 +1,21 @@
+package discord
+
+import (
+	"testing"
+
+	"github.com/switchboard-gw/switchboard/channels/channelstest"
+	dt "github.com/switchboard-gw/switchboard/channels/discord/discordtest"
+)
+
+func TestConformance(t *testing.T) {
+	channelstest.Conformance(t, func(t *testing.T) channelstest.Subject {
+		srv := dt.New(t)
+		logs := &logBuffer{}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("adapter log:\n%s", logs.String())
+			}
+		})
+		return channelstest.Subject{Adapter: newTestAdapter(t, srv, logs, nil), Platform: platform{S: srv}}
+	})
+}
