@@ -362,9 +362,18 @@ func (a *Adapter) DirectLocation(ctx context.Context, userID string) (channels.L
 // RegisterCommands implements channels.CommandRegistrar: it overwrites the
 // application's slash commands with the gateway's table, per configured
 // guild (instant) or globally when no guilds are configured. A command with
-// arguments takes one optional text option, "args".
+// arguments takes one optional text option, "args". Without a configured
+// application id it waits for the gateway's READY (Start connects), which
+// names the application, as long as ctx allows.
 func (a *Adapter) RegisterCommands(ctx context.Context, cmds []channels.Command) error {
 	app := a.appID()
+	if app == "" {
+		select {
+		case <-a.identified:
+			app = a.appID()
+		case <-ctx.Done():
+		}
+	}
 	if app == "" {
 		return errors.New("discord: the application id is not known yet: set channels.discord.application_id, or wait for the gateway to connect")
 	}
