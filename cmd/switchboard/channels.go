@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/discord"
 	"github.com/switchboard-gw/switchboard/channels/telegram"
 	"github.com/switchboard-gw/switchboard/channels/web"
 	"github.com/switchboard-gw/switchboard/config"
@@ -41,6 +44,12 @@ func channelTable() []channelRow {
 			}
 			return config.Chat{}, false
 		}, build: buildTelegram},
+		{name: discord.Name, chat: func(c *config.Config) (config.Chat, bool) {
+			if d := c.Channels.Discord; d != nil {
+				return d.Chat, true
+			}
+			return config.Chat{}, false
+		}, build: buildDiscord},
 	}
 }
 
@@ -80,6 +89,57 @@ func buildTelegram(a *app, cfg *config.Config) (builtChannel, error) {
 		return builtChannel{}, err
 	}
 	return builtChannel{adapter: tg, routes: map[string]http.Handler{"POST /telegram/webhook": tg.WebhookHandler()}}, nil
+}
+
+func buildDiscord(a *app, cfg *config.Config) (builtChannel, error) {
+	dc := cfg.Channels.Discord
+	ad, err := discord.New(discord.Options{
+		Token:           dc.Token,
+		ApplicationID:   dc.ApplicationID,
+		APIURL:          dc.APIURL,
+		AutoThread:      dc.AutoThread,
+		AllowBots:       dc.AllowBots,
+		Guilds:          dc.Guilds,
+		AllowedChannels: dc.AllowedChannels,
+		AllowRoles:      dc.AllowRoles,
+		AdminRoles:      dc.AdminRoles,
+		Locations:       a.recentLocations(discord.Name),
+		Logger:          a.log,
+	})
+	if err != nil {
+		return builtChannel{}, err
+	}
+	return builtChannel{adapter: ad}, nil
+}
+
+// Which bound locations an adapter catches up on after a fresh connect:
+// those whose conversation was active in the last week, the newest 100
+// (the adapter reads at most its catch-up window, an hour, of each).
+const (
+	catchUpActive    = 7 * 24 * time.Hour
+	catchUpLocations = 100
+)
+
+// recentLocations is the Locations hook of an adapter that catches up
+// after reconnecting: the channel's bound locations whose conversation was
+// active recently, most recent first.
+func (a *app) recentLocations(channel string) func(ctx context.Context) ([]channels.Location, error) {
+	return func(ctx context.Context) ([]channels.Location, error) {
+		bs, err := a.store.RecentBindings(ctx, channel, time.Now().Add(-catchUpActive), catchUpLocations)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]channels.Location, 0, len(bs))
+		for _, b := range bs {
+			loc, err := channels.ParseLocation(b.Location)
+			if err != nil {
+				a.log.Warn("binding with a bad location skipped", "location", b.Location, "err", err)
+				continue
+			}
+			out = append(out, loc)
+		}
+		return out, nil
+	}
 }
 
 // gatewayOptions turns a channel's common keys into its gateway rules.
