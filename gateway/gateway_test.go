@@ -237,6 +237,39 @@ func TestRateLimitedSendIsRetriedAfterRetryAfter(t *testing.T) {
 	}
 }
 
+// A 429 on the turn's streamed message holds its final message too: the
+// outbox sends it no sooner than retry_after after the 429, once.
+func TestRateLimitedStreamHoldsTheFinalMessage(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: 1500 * time.Millisecond})
+	h.model.Push(fakemodel.Step{Text: "patience pays"})
+	h.send(inbound("r2", "alice", "hi", dm))
+	recs := waitText(t, h.chat, "patience pays")
+	var failedAt, sentAt time.Time
+	for _, r := range recs {
+		if r.Op != channelstest.OpSend {
+			continue
+		}
+		if r.Err != nil && failedAt.IsZero() {
+			failedAt = r.At
+		}
+		if r.Err == nil && strings.Contains(r.Text(), "patience pays") {
+			sentAt = r.At
+		}
+	}
+	if failedAt.IsZero() {
+		t.Fatal("the streamed send was not rate limited")
+	}
+	if sentAt.Sub(failedAt) < 1500*time.Millisecond {
+		t.Fatalf("the final message went out %v after the 429, before retry_after (1.5s)", sentAt.Sub(failedAt))
+	}
+	if n := len(channelstest.Filter(recs, func(r channelstest.Record) bool {
+		return r.Op == channelstest.OpSend && r.Err == nil && strings.Contains(r.Text(), "patience pays")
+	})); n != 1 {
+		t.Fatalf("sent %d times, want once", n)
+	}
+}
+
 func toolResults(req fakemodel.Request) []string {
 	var out []string
 	for _, m := range req.Messages {

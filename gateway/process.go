@@ -177,6 +177,9 @@ func (p *processor) finalItems(ctx context.Context, s *stream, loc channels.Loca
 	s.mu.Unlock()
 	final.Turn = res.TurnID
 	refs := s.pageRefs()
+	// The stream's last 429 holds for the final pages too: they go to the
+	// same chat, so sending them before retry_after is refused again.
+	limited := s.limitedUntil()
 	var out []Outbound
 	if len(final.Parts) > 0 {
 		for i, page := range channels.Paginate(final, s.caps) {
@@ -191,6 +194,9 @@ func (p *processor) finalItems(ctx context.Context, s *stream, loc channels.Loca
 				continue
 			}
 			it.MessageID = msgID
+			if limited.After(it.NextAt) {
+				it.NextAt = limited
+			}
 			out = append(out, it)
 		}
 	}

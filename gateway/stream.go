@@ -35,6 +35,9 @@ type stream struct {
 	shown  []string // what each page showed last (encoded), to skip no-op edits
 	queue  []channels.LiveEvent
 	closed bool
+	// limited: a send or edit was refused with a rate limit until then; the
+	// turn's final message waits for it (see processor.finalItems).
+	limited time.Time
 
 	wake chan struct{}
 	done chan struct{}
@@ -213,6 +216,9 @@ func (s *stream) edits(ctx context.Context) {
 			if err := s.showPage(ctx, i, page); err != nil {
 				if d, limited := channels.RetryAfter(err); limited {
 					last = time.Now().Add(d)
+					s.mu.Lock()
+					s.limited = s.env.now().Add(d)
+					s.mu.Unlock()
 				}
 				break
 			}
@@ -276,6 +282,14 @@ func (s *stream) stop() {
 	s.mu.Unlock()
 	close(s.done)
 	s.wg.Wait()
+}
+
+// limitedUntil is when the platform's last rate limit of this stream ends
+// (zero: none).
+func (s *stream) limitedUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }
 
 // pageRefs returns the platform ids of the live message's pages.
