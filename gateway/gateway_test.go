@@ -270,6 +270,34 @@ func TestRateLimitedStreamHoldsTheFinalMessage(t *testing.T) {
 	}
 }
 
+// The streamed first page and the final message that replaces a failed
+// stream send share one idempotency key, derived from the input: a send
+// the platform made but whose answer was lost (or a crash inside it) is
+// not posted twice where the surface honours keys. Other outbound messages
+// get the outbox item's key.
+func TestTurnPagesShareTheStreamKey(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.chat.FailSends(1, errors.New("connection reset"))
+	h.model.Push(fakemodel.Step{Text: "keyed answer"})
+	h.send(inbound("k1", "alice", "hi", dm))
+	recs := waitText(t, h.chat, "keyed answer")
+	var keys []string
+	for _, r := range recs {
+		if r.Op == channelstest.OpSend {
+			keys = append(keys, r.Message.Key)
+		}
+	}
+	if len(keys) < 2 || keys[0] == "" || keys[len(keys)-1] != keys[0] || !strings.HasPrefix(keys[0], "st-in-") {
+		t.Fatalf("send keys %q; want the failed streamed send's st-in-… key on the final send too", keys)
+	}
+	h.send(inbound("k2", "alice", "/help", dm))
+	help := waitText(t, h.chat, "Commands")
+	last := help[len(help)-1]
+	if !strings.HasPrefix(last.Message.Key, "ob-") {
+		t.Fatalf("a command reply has key %q, want the outbox item's ob-…", last.Message.Key)
+	}
+}
+
 func toolResults(req fakemodel.Request) []string {
 	var out []string
 	for _, m := range req.Messages {

@@ -186,8 +186,11 @@ func (p *processor) finalItems(ctx context.Context, s *stream, loc channels.Loca
 			kind, msgID := OutboundSend, ""
 			if i < len(refs) && refs[i] != "" {
 				kind, msgID = OutboundEdit, refs[i]
-			} else if i == 0 {
-				page.ReplyTo = s.replyTo
+			} else {
+				if i == 0 {
+					page.ReplyTo = s.replyTo
+				}
+				page.Key = s.pageKey(i)
 			}
 			it, ok := p.outbox.item(kind, loc, page)
 			if !ok {
