@@ -351,7 +351,7 @@ func TestDiscordSendRetriedAfterKillInsideIt(t *testing.T) {
 	}
 	asked := hold.Message()
 	if asked.Nonce == "" {
-		t.Fatalf("the ask was sent without a nonce: %+v", asked)
+		t.Fatalf("the ask %s was sent without a nonce", asked.ID)
 	}
 	p.kill()
 
@@ -424,5 +424,49 @@ func TestDiscordRateLimited(t *testing.T) {
 	waitOutboxIdle(t, e)
 	if n := len(botMessages(dc, thread, withText("Patience pays."))); n != 1 {
 		t.Fatalf("the answer was posted %d times, want once", n)
+	}
+}
+
+// TestDiscordStreamKilledInsideItsFirstSend: serve is killed while Discord
+// has made the streamed answer's first message but not yet answered. The
+// restart reruns the turn (its answer is in the transcript already) and
+// sends the final message with the key of the streamed one — the same
+// nonce — so the thread ends with one answer, not an orphaned copy beside
+// it.
+func TestDiscordStreamKilledInsideItsFirstSend(t *testing.T) {
+	e, dc := discordEnv(t, true, fakemodel.Step{Text: "An answer interrupted by a crash."})
+	hold := dc.HoldCreate(func(m dt.Message) bool { return m.ChannelID != dt.TextChannelID })
+	p := e.startServe()
+	waitIdentified(t, dc, 1)
+	thread := dc.Post(dt.TextChannelID, dt.UserID, "tell me", dt.Mention())
+	select {
+	case <-hold.Caught():
+	case <-time.After(90 * time.Second):
+		t.Fatal("the answer was never sent")
+	}
+	streamed := hold.Message()
+	if streamed.Nonce == "" {
+		t.Fatalf("the streamed message %s was sent without a nonce", streamed.ID)
+	}
+	p.kill()
+	e.startServe()
+	waitIdentified(t, dc, 2)
+	waitDC(t, dc, "the answer sent again with the streamed message's nonce", func() bool {
+		n := 0
+		for _, c := range dc.Calls("POST /channels/" + thread + "/messages") {
+			if strings.Contains(string(c.Body), `"nonce":"`+streamed.Nonce+`"`) {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	waitOutboxIdle(t, e)
+	ms := botMessages(dc, thread, nil)
+	if len(ms) != 1 || ms[0].ID != streamed.ID || !strings.Contains(ms[0].Content, "An answer interrupted by a crash.") {
+		var texts []string
+		for _, m := range ms {
+			texts = append(texts, m.ID+": "+m.Content)
+		}
+		t.Fatalf("bot messages in the thread %q; want only %s with the answer", texts, streamed.ID)
 	}
 }
