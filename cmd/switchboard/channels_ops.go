@@ -40,6 +40,12 @@ func chatChannels() []chatChannel {
 			check:   checkTelegram,
 			init:    func() initChannel { return &telegramInit{} },
 		},
+		{
+			name:    "discord",
+			enabled: func(cfg *config.Config) bool { return cfg.Channels.Discord != nil },
+			check:   checkDiscord,
+			init:    func() initChannel { return &discordInit{} },
+		},
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,8 +22,12 @@ import (
 // (dt.OtherUserID) may talk; nobody is an admin, so only the requester may
 // decide an ask.
 func discordEnv(t *testing.T, withAppID bool, steps ...fakemodel.Step) (*env, *dt.Server) {
+	return discordEnvWith(t, withAppID, nil, steps...)
+}
+
+func discordEnvWith(t *testing.T, withAppID bool, opts []dt.Option, steps ...fakemodel.Step) (*env, *dt.Server) {
 	e := newEnv(t, steps...)
-	dc := dt.New(t)
+	dc := dt.New(t, opts...)
 	e.extra = append(e.extra, "DISCORD_BOT_TOKEN="+dt.Token())
 	app := ""
 	if withAppID {
@@ -468,5 +474,27 @@ func TestDiscordStreamKilledInsideItsFirstSend(t *testing.T) {
 			texts = append(texts, m.ID+": "+m.Content)
 		}
 		t.Fatalf("bot messages in the thread %q; want only %s with the answer", texts, streamed.ID)
+	}
+}
+
+// TestDiscordIntentOffIsReported: when Discord refuses the connection
+// because the Message Content intent is off, serve keeps running and
+// /readyz names the Discord channel as down, with what to do.
+func TestDiscordIntentOffIsReported(t *testing.T) {
+	e, _ := discordEnvWith(t, true, []dt.Option{dt.NoMessageContentIntent()})
+	p := e.startServe()
+	body := ""
+	eventually(t, 60*time.Second, "/readyz to report the Discord channel down", func() bool {
+		resp, err := http.Get(p.url() + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return strings.Contains(body, "channel discord down")
+	})
+	if !strings.Contains(body, "Message Content intent") {
+		t.Fatalf("/readyz says %q; want the Message Content intent named", body)
 	}
 }

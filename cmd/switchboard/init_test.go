@@ -37,6 +37,12 @@ func TestInitRendersValidConfigs(t *testing.T) {
 		{"telegram webhook", func(a *initAnswers) {
 			a.channels = tg(func(t *telegramInit) { t.webhookURL = "https://bot.example.com/telegram/webhook" })
 		}, []string{`mode = "webhook"`, `webhook_secret = "${TELEGRAM_WEBHOOK_SECRET}"`, `allow_users = []`}, nil},
+		{"discord", func(a *initAnswers) {
+			a.channels = []initChannel{&discordInit{tokenEnv: "DISCORD_BOT_TOKEN", appID: "123456789012345678", users: []string{"80351110224678912"}}}
+		}, []string{`token = "${DISCORD_BOT_TOKEN}"`, `application_id = "123456789012345678"`, `allow_users = ["80351110224678912"]`, "auto_thread = true"}, nil},
+		{"discord without application id", func(a *initAnswers) {
+			a.channels = []initChannel{&discordInit{tokenEnv: "DISCORD_BOT_TOKEN", enabled: true}}
+		}, []string{"[channels.discord]", `# application_id = `, `admins = []`}, []string{"\napplication_id"}},
 		{"container-style", func(a *initAnswers) {
 			a.listen, a.webTokenEnv, a.sandbox, a.permissionMode = "0.0.0.0:7700", "SWITCHBOARD_WEB_TOKEN", "bwrap", "acceptEdits"
 		}, []string{`token = "${SWITCHBOARD_WEB_TOKEN}"`, "reachable from other machines"}, nil},

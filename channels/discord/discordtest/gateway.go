@@ -20,9 +20,10 @@ const RequiredIntents = 1<<9 | 1<<12 | intentMessageContent
 
 const (
 	intentMessageContent = 1 << 15
-	// flagGatewayMessageContent is the application flag saying the message
-	// content intent is enabled (GATEWAY_MESSAGE_CONTENT).
-	flagGatewayMessageContent = 1 << 19
+	// flagGatewayMessageContentLimited is the application flag saying the
+	// message content intent is switched on (GATEWAY_MESSAGE_CONTENT_LIMITED:
+	// an application in under 100 servers; verified ones get 1<<18).
+	flagGatewayMessageContentLimited = 1 << 19
 )
 
 // frame is one gateway payload.

@@ -204,7 +204,7 @@ func (s *Server) route(method string, seg []string, query func(string) string, b
 	case at(0) == "users" && at(1) == "@me" && n == 2 && method == http.MethodGet:
 		return userJSON(s.users[BotID]), nil, nil
 	case at(0) == "applications" && at(1) == "@me" && n == 2 && method == http.MethodGet:
-		flags := flagGatewayMessageContent
+		flags := flagGatewayMessageContentLimited
 		if s.noContent {
 			flags = 0
 		}
