@@ -133,6 +133,9 @@ const (
 	ButtonApprove ButtonAction = "approve"
 	ButtonAlways  ButtonAction = "always"
 	ButtonDeny    ButtonAction = "deny"
+	// ButtonStop stops a running turn; its ApprovalID field holds the
+	// conversation id.
+	ButtonStop ButtonAction = "stop"
 )
 
 // Button is the record behind an opaque button token.

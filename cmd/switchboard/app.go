@@ -53,6 +53,9 @@ func openApp(ctx context.Context, s *streams) (*app, error) {
 	red := sandbox.NewRedactor(cfg.Secrets()...)
 	red.Add(envSecrets(os.Environ())...)
 	level := slog.LevelWarn
+	if s.info {
+		level = slog.LevelInfo
+	}
 	if s.verbose {
 		level = slog.LevelDebug
 	}

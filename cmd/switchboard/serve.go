@@ -45,6 +45,7 @@ func randomToken() string {
 }
 
 func runServe(ctx context.Context, s *streams, grace time.Duration) error {
+	s.info = true
 	a, err := openApp(ctx, s)
 	if err != nil {
 		return err
