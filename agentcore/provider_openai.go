@@ -337,10 +337,10 @@ type streamChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content          lenientString `json:"content"`
-			Refusal          lenientString `json:"refusal"`
-			ReasoningContent lenientString `json:"reasoning_content"`
-			Reasoning        lenientString `json:"reasoning"`
+			Content          lenientString   `json:"content"`
+			Refusal          lenientString   `json:"refusal"`
+			ReasoningContent lenientString   `json:"reasoning_content"`
+			Reasoning        lenientString   `json:"reasoning"`
 			ToolCalls        []toolCallDelta `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
