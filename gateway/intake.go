@@ -182,14 +182,20 @@ func (g *Gateway) isAdmin(who string) bool {
 }
 
 const (
-	pairingTTL        = time.Hour
-	maxPendingPairing = 3
+	pairingTTL = time.Hour
+	// maxPendingPairing bounds a channel's pending codes; a new stranger
+	// evicts the oldest stranger's code rather than being refused.
+	maxPendingPairing = 10
+	// pairingNoticeEvery: a stranger gets at most one code message per
+	// this interval, however often they write.
+	pairingNoticeEvery = time.Hour
 )
 
-// startPairing answers an unknown user's DM with a one-time code.
+// startPairing answers an unknown user's DM with a one-time code — the
+// same code while it is pending, and at most once an hour.
 func (g *Gateway) startPairing(ctx context.Context, channel string, in channels.Inbound) error {
 	now := g.opts.Now().UTC()
-	p, ok, err := g.opts.Store.CreatePairing(ctx, Pairing{
+	p, notify, err := g.opts.Store.CreatePairing(ctx, Pairing{
 		Code:     pairingCode(),
 		Channel:  channel,
 		UserID:   in.User.ID,
@@ -197,12 +203,12 @@ func (g *Gateway) startPairing(ctx context.Context, channel string, in channels.
 		Location: in.Location.String(),
 		Created:  now,
 		Expires:  now.Add(pairingTTL),
-	}, maxPendingPairing, now)
+	}, maxPendingPairing, pairingNoticeEvery, now)
 	if err != nil {
 		return fmt.Errorf("create pairing code: %w", err)
 	}
-	if !ok {
-		g.post(ctx, in.Location, outMessage{Notice: "This bot only talks to people its owner allowed, and too many pairing requests are waiting. Try again in an hour."})
+	if !notify {
+		g.log.Debug("unknown user wrote again; their pairing code was sent within the hour", "channel", channel, "user", in.User.ID)
 		return nil
 	}
 	g.post(ctx, in.Location, outMessage{Markdown: fmt.Sprintf(
