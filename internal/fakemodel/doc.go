@@ -16,6 +16,8 @@
 //
 // Every request is recorded exactly as received (body bytes, headers,
 // arrival time) before it is answered; Requests and WaitRequests read them.
+// WaitIdle waits until no answer is in progress (every stream finished or
+// its client went away), which is how a test sees a client close a stream.
 //
 // Concurrency: all methods of Server are safe for concurrent use. Requests
 // take Steps in the order they arrive at the handler. Close (or the test's
