@@ -58,6 +58,11 @@ type agentOpts struct {
 	owner    string
 	now      func() time.Time
 	tools    *agentcore.Tools
+	// turnTimeout, maxStepOutput and streamIdle set the bounds of a turn
+	// and its steps (0: the defaults).
+	turnTimeout   time.Duration
+	maxStepOutput int
+	streamIdle    time.Duration
 }
 
 func (w *world) agent(o agentOpts) *agentcore.Agent {
@@ -78,15 +83,18 @@ func (w *world) agent(o agentOpts) *agentcore.Agent {
 	}
 	overflow := filepath.Join(w.home, "overflow", "main")
 	return agentcore.New(agentcore.Config{
-		ID:       "main",
-		Model:    "test-model",
-		MaxSteps: o.maxSteps,
-		Preset:   "You are a test agent.",
-		Policy:   pol,
+		ID:            "main",
+		Model:         "test-model",
+		MaxSteps:      o.maxSteps,
+		TurnTimeout:   o.turnTimeout,
+		MaxStepOutput: o.maxStepOutput,
+		Preset:        "You are a test agent.",
+		Policy:        pol,
 	}, agentcore.Deps{
-		Store:    w.db,
-		Provider: agentcore.NewOpenAI(agentcore.OpenAIOptions{BaseURL: w.model.URL(), APIKey: "test-key", Model: "test-model"}),
-		Tools:    o.tools,
+		Store: w.db,
+		Provider: agentcore.NewOpenAI(agentcore.OpenAIOptions{BaseURL: w.model.URL(), APIKey: "test-key", Model: "test-model",
+			StreamIdleTimeout: o.streamIdle}),
+		Tools: o.tools,
 		Env: agentcore.ToolEnv{
 			AgentID:     "main",
 			Workspace:   w.ws,

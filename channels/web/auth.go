@@ -165,12 +165,17 @@ func (a *Adapter) handleLogin(w http.ResponseWriter, r *http.Request) {
 		a.showLogin(w, http.StatusForbidden, "Log in from this page.")
 		return
 	}
+	if a.refuseIfBlocked(w, r) {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil || !a.validToken(r.PostFormValue("token")) {
+		a.logins.fail(clientKey(r))
 		a.log.Info("web login refused", "remote", r.RemoteAddr)
 		a.showLogin(w, http.StatusUnauthorized, "Wrong token.")
 		return
 	}
+	a.logins.succeed(clientKey(r))
 	a.newSession(w, r)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -182,11 +187,16 @@ func (a *Adapter) handleIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Has("token") {
+		if a.refuseIfBlocked(w, r) {
+			return
+		}
 		if !a.validToken(r.URL.Query().Get("token")) {
+			a.logins.fail(clientKey(r))
 			a.log.Info("web login link refused", "remote", r.RemoteAddr)
 			a.showLogin(w, http.StatusUnauthorized, "Wrong token.")
 			return
 		}
+		a.logins.succeed(clientKey(r))
 		a.newSession(w, r)
 		http.Redirect(w, r, "/", http.StatusSeeOther) // drop the token from the address bar
 		return

@@ -50,6 +50,8 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them. The token is never
 	// logged.
 	Logger *slog.Logger
+	// Now is the clock of the login rate limit; nil means time.Now.
+	Now func() time.Time
 }
 
 // Adapter is the web channel. Create it with New; mount Handler on the HTTP
@@ -61,6 +63,7 @@ type Adapter struct {
 	log       *slog.Logger
 	epoch     string // distinguishes this process's event ids from an earlier one's
 	mux       http.Handler
+	logins    *loginLimiter
 
 	mu        sync.Mutex
 	handler   channels.Handler
@@ -138,6 +141,7 @@ func New(opts Options) *Adapter {
 		chats:     map[string]*chat{},
 		files:     map[string]storedFile{},
 		subs:      map[*subscriber]struct{}{},
+		logins:    newLoginLimiter(opts.Now),
 	}
 	a.mux = a.routes()
 	return a

@@ -172,11 +172,12 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		preset += "\n\n# Instructions for this agent\n" + ac.SystemPrompt
 	}
 	var provider agentcore.Provider = agentcore.NewOpenAI(agentcore.OpenAIOptions{
-		BaseURL:         pc.BaseURL,
-		APIKey:          pc.APIKey,
-		Model:           model,
-		MaxOutputTokens: pc.MaxOutputTokens,
-		Vision:          pc.Vision,
+		BaseURL:           pc.BaseURL,
+		APIKey:            pc.APIKey,
+		Model:             model,
+		MaxOutputTokens:   pc.MaxOutputTokens,
+		Vision:            pc.Vision,
+		StreamIdleTimeout: pc.StreamIdleTimeout,
 	})
 	if o.observeStep != nil {
 		provider = timedProvider{provider, o.observeStep}
@@ -201,6 +202,8 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		ContextWindow:   pc.ContextWindow,
 		MaxOutputTokens: pc.MaxOutputTokens,
 		MaxSteps:        maxSteps,
+		TurnTimeout:     ac.TurnTimeout,
+		MaxStepOutput:   ac.MaxStepOutput,
 		Preset:          preset,
 		Policy:          policy,
 		Approvers:       ac.Approvers,

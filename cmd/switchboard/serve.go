@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-gw/switchboard/channels"
 	"github.com/switchboard-gw/switchboard/channels/web"
 	"github.com/switchboard-gw/switchboard/gateway"
+	"github.com/switchboard-gw/switchboard/internal/httpguard"
 )
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -134,13 +135,22 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", httpguard.Metrics(cfg.HTTP.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (set [http] listen to a free address): %w", cfg.HTTP.Listen, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	guard, err := httpguard.New(httpguard.Options{Listen: cfg.HTTP.Listen, Addr: ln.Addr().String(),
+		PublicURL: cfg.HTTP.PublicURL, AllowedHosts: cfg.HTTP.AllowedHosts, Logger: a.log})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("[http]: %w", err)
+	}
+	if hint := guard.Hint(); hint != "" {
+		fmt.Fprintln(s.err, "switchboard:", hint)
+	}
+	srv := guard.Server(mux) // Host check, body bound, timeouts
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 
