@@ -179,12 +179,14 @@ func (s *fileSubject) approval() (string, string) {
 	}
 	var why string
 	switch {
-	case s.write && !inside(t, ck.ws):
-		why = fmt.Sprintf("writes outside the workspace need approval (%s)", t.given)
 	case s.write && ck.inGitDir(t):
 		why = fmt.Sprintf("writes under .git need approval: git runs hooks and config from there (%s)", t.given)
+	case s.write && !inside(t, ck.ws) && !inside(t, ck.mem):
+		why = fmt.Sprintf("writes outside the workspace need approval (%s)", t.given)
 	case s.write:
 		why = fmt.Sprintf("edits need approval in %s mode (acceptEdits allows them inside the workspace)", ck.mode)
+	case !s.write && kernelFS(t):
+		why = fmt.Sprintf("reads under /proc and /sys need approval: they show other processes' environments and memory (%s)", t.given)
 	case !ck.readable(t):
 		why = fmt.Sprintf("reads outside the workspace need approval (%s)", t.given)
 	default:

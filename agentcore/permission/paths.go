@@ -162,8 +162,14 @@ func (ck *checker) otherMemory(t target) bool {
 }
 
 // readable reports whether a read of t is auto-allowed: the workspace, this agent's memory, or
-// one of the extra read-only directories.
+// one of the extra read-only directories — never /proc or /sys, in either form. Those hold
+// other processes' environments and memory (the gateway's secrets among them); the checker
+// runs in the gateway, so it cannot even tell what /proc/self will be for the tool, and reads
+// there always ask.
 func (ck *checker) readable(t target) bool {
+	if kernelFS(t) {
+		return false
+	}
 	if inside(t, ck.ws) || inside(t, ck.mem) {
 		return true
 	}
@@ -175,14 +181,33 @@ func (ck *checker) readable(t target) bool {
 	return false
 }
 
-// inGitDir reports whether t is inside a .git directory of the workspace: writing there can
-// plant hooks or config that a later "read-only" git command would execute.
+// kernelFS reports a path under /proc or /sys in its lexical or resolved form.
+func kernelFS(t target) bool {
+	for _, p := range []string{t.lex, t.real} {
+		if under(p, "/proc") || under(p, "/sys") {
+			return true
+		}
+	}
+	return false
+}
+
+// inGitDir reports whether t is inside a .git directory of the workspace or of this agent's
+// memory repository (which the harness owns): writing there can plant hooks or config that a
+// later "read-only" git command would execute.
 func (ck *checker) inGitDir(t target) bool {
-	for _, p := range [2][2]string{{t.lex, ck.ws.lex}, {t.real, ck.ws.real}} {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p[0], p[1]), "/")
-		for _, c := range strings.Split(rel, "/") {
-			if strings.EqualFold(c, ".git") {
-				return true
+	for _, d := range []dir{ck.ws, ck.mem} {
+		if !d.ok {
+			continue
+		}
+		for _, p := range [2][2]string{{t.lex, d.lex}, {t.real, d.real}} {
+			if !under(p[0], p[1]) {
+				continue
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(p[0], p[1]), "/")
+			for _, c := range strings.Split(rel, "/") {
+				if strings.EqualFold(c, ".git") {
+					return true
+				}
 			}
 		}
 	}
@@ -191,16 +216,16 @@ func (ck *checker) inGitDir(t target) bool {
 
 // writableAuto reports whether a write to t is auto-allowed in the current mode.
 func (ck *checker) writableAuto(t target) bool {
-	if inside(t, ck.mem) {
-		return true
+	if ck.inGitDir(t) {
+		return false
 	}
-	return ck.mode == ModeAcceptEdits && inside(t, ck.ws) && !ck.inGitDir(t)
+	return inside(t, ck.mem) || ck.mode == ModeAcceptEdits && inside(t, ck.ws)
 }
 
 // writableByRule reports whether a shell redirection written by a rule-allowed command may
-// write t: inside the workspace (not .git) or this agent's memory.
+// write t: inside the workspace or this agent's memory, not under their .git.
 func (ck *checker) writableByRule(t target) bool {
-	return inside(t, ck.mem) || inside(t, ck.ws) && !ck.inGitDir(t)
+	return (inside(t, ck.mem) || inside(t, ck.ws)) && !ck.inGitDir(t)
 }
 
 // relForms returns t relative to the workspace in lexical and resolved form, "" when outside.

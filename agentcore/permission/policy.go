@@ -73,6 +73,7 @@ type checker struct {
 
 	parseBudget int // bytes of sh -c and eval scripts still to parse
 	globBudget  int // glob arguments still to expand
+	globs       map[string]globResult
 
 	ws, mem, root dir
 	ro            []dir
