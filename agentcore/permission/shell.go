@@ -28,7 +28,7 @@ type wordInfo struct {
 	// quotedMeta: besides unquoted wildcards the word has quoted or escaped ones, which lit
 	// no longer tells apart; such a glob is not expanded for allowing.
 	quotedMeta bool
-	known string // the literal text before the first expansion, with ~ and $HOME expanded: for deny checks
+	known      string // the literal text before the first expansion, with ~ and $HOME expanded: for deny checks
 }
 
 // shellCmd is one simple command (or another command the rules cannot allow, in other).
