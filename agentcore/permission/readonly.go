@@ -170,7 +170,7 @@ var roTable = map[string]roEntry{
 		" noignore_readdir_race amin= anewer=@ atime= cmin= cnewer=@ ctime= empty false fstype= gid= group=" +
 		" ilname= iname= inum= iwholename= iregex= links= lname= mmin= mtime= name= newer=@ nouser nogroup path=" +
 		" perm= regex= readable writable executable wholename= size= true type= uid= used= user= xtype= print0" +
-		" printf= print ls prune quit not a and o or samefile=@ help version", singleDash: true},
+		" printf= print ls prune quit not a and o or help version", singleDash: true},
 	"git status": {opts: "v,verbose s,short b,branch show-stash ahead-behind no-ahead-behind porcelain=? long z,null" +
 		" u,untracked-files=? ignored=? ignore-submodules=? column=? no-column no-renames M,find-renames=? h", git: true},
 	"git diff": {opts: gitDiffOpts + " cached staged merge-base", git: true},
