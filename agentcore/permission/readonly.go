@@ -138,7 +138,7 @@ var roTable = map[string]roEntry{
 	"sha1sum":   {opts: "b,binary tag t,text z,zero" + gnu},
 	"sha256sum": {opts: "b,binary tag t,text z,zero" + gnu},
 	"sha512sum": {opts: "b,binary tag t,text z,zero" + gnu},
-	"date": {opts: "d,date= debug f,file=@ I iso-8601=? resolution R,rfc-email rfc-3339= r,reference=@" +
+	"date": {opts: "d,date= debug f,file=@ I=? iso-8601=? resolution R,rfc-email rfc-3339= r,reference=@" +
 		" u,utc,universal" + gnu, operands: operandDate},
 	"whoami":   {opts: gnu, operands: operandText},
 	"uname":    {opts: "a,all s,kernel-name n,nodename r,kernel-release v,kernel-version m,machine p,processor i,hardware-platform o,operating-system" + gnu, operands: operandText},

@@ -345,7 +345,10 @@ func TestReadOnlyAgainstHelp(t *testing.T) {
 				if ours == argPath {
 					ours = argValue
 				}
-				if ours != want && !(!long && !pr.git && want == argOptional && ours == argNone) {
+				// Exactly: a short option whose value is optional takes the rest of its bundle,
+				// so reading it as a flag would let a later letter swallow the next word
+				// (date -Id --set=x sets the clock).
+				if ours != want {
 					t.Errorf("%s: our list says %s takes %v, its help says %v", name, opt, ours, want)
 				}
 			}

@@ -43,7 +43,7 @@ var roCases = map[string]struct{ allow, ask []string }{
 	"sha256sum": {allow: []string{"sha256sum README.md", "sha256sum --tag src/main.go"}, ask: []string{"sha256sum -c sums", "sha256sum --status -c sums"}},
 	"sha512sum": {allow: []string{"sha512sum README.md"}, ask: []string{"sha512sum --check sums"}},
 	"date": {allow: []string{"date", "date +%s", "date -u +%Y", "date -d yesterday", "date -r README.md", "date --iso-8601=seconds"},
-		ask: []string{"date -s now", "date --set=now", "date --se=now", "date 010100002030", "date -r /etc/passwd", "date -Iseconds"}},
+		ask: []string{"date -s now", "date --set=now", "date --se=now", "date 010100002030", "date -r /etc/passwd", "date -Id --set=now", "date -Id --se now"}},
 	"whoami":   {allow: []string{"whoami"}, ask: []string{"whoami -x"}},
 	"uname":    {allow: []string{"uname -a", "uname -sr"}, ask: []string{"uname --al"}},
 	"id":       {allow: []string{"id", "id -u", "id -un root"}, ask: []string{"id --us"}},
