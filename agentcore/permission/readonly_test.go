@@ -262,3 +262,35 @@ func TestReadOnlyGlobOrder(t *testing.T) {
 		{name: "after -- in a value", mode: ModeStandard, call: bash("cd o && grep -e -- -f -?elete a.txt"), want: Ask},
 	})
 }
+
+// TestOtherAgentMemorySpellings: globs, .. after symlinks, cd into globs or through symlinks
+// all lead to another agent's memory, and every mode denies them.
+func TestOtherAgentMemorySpellings(t *testing.T) {
+	f := newFixture(t)
+	var cases []checkCase
+	for _, mode := range allModes {
+		m := string(mode) + "/"
+		for _, cmd := range []string{
+			"cat memb*/notes.md",
+			"cat m?mbak/notes.md",
+			"cat src/sub/up2out/../memory/agent-b/notes.md",
+			"cat src/*/up2out/../memory/agent-b/notes.md",
+			"cat ../*/agent-b/notes.md",
+			"cat ../m*/a*-b/notes.md",
+			"cd memb* && cat notes.md",
+			"cd membak && cat notes.md",
+			"cd -P src/sub/up2out/.. && cat memory/agent-b/notes.md",
+			"cd src && cat ../memb*/notes.md",
+			"ls */",
+			"cp memb*/notes.md x",
+			"wc -l < membak/notes.md",
+			"tar cf x.tar ../memory/*",
+		} {
+			cases = append(cases, checkCase{name: m + cmd, mode: mode, allow: []string{"Bash"}, call: bash(cmd), want: Deny, reason: "another agent's memory"})
+		}
+		// bash's cd is logical: cd up2out/.. goes back to src/sub, so this reads src/sub/memory.
+		cases = append(cases, checkCase{name: m + "logical cd", mode: mode, allow: []string{"Bash"}, call: bash("cd src/sub/up2out/.. && cat memory/agent-b/notes.md"),
+			want: Allow})
+	}
+	runCases(t, f, cases)
+}
