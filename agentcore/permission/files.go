@@ -113,6 +113,9 @@ func (s *fileSubject) memory() (string, bool) {
 		if s.ck.otherMemory(t) {
 			return fmt.Sprintf("%s %s is another agent's memory", s.tool, t.given), true
 		}
+		if gatewayProc(t) {
+			return fmt.Sprintf("%s runs inside the gateway, so %s is the gateway's own process (its environment holds provider keys and bot tokens)", s.tool, t.given), true
+		}
 	}
 	return "", false
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -81,6 +82,7 @@ type checker struct {
 
 func (p *Policy) newChecker() *checker {
 	ck := &checker{p: p, globBudget: maxGlobs}
+	ck.res.ownProc = "/proc/" + strconv.Itoa(os.Getpid())
 	switch p.Mode {
 	case "":
 		ck.mode = ModeStandard

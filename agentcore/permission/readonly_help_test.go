@@ -84,7 +84,7 @@ var roProbes = map[string]roProbe{
 	"fgrep":     {help: []string{"grep", "--help"}, base: "fgrep {} x README.md", safe: "-n", danger: []string{"--dereference-recursive", "-R"}},
 	"rg": {help: []string{"rg", "-h"}, base: "rg {} x README.md", safe: "-n", noAbbrev: true,
 		danger: []string{"--pre", "--pre-glob", "--search-zip", "--follow", "--hostname-bin", "-z", "-L"}},
-	"find": {base: "find . {}", find: true, danger: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-follow", "-files0-from", "-L"}},
+	"find":         {base: "find . {}", find: true, danger: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-follow", "-files0-from", "-L"}},
 	"git status":   {help: []string{"git", "status", "-h"}, base: "git status {} README.md", safe: "-s", git: true},
 	"git diff":     {help: []string{"git", "diff", "-h"}, base: "git diff {} README.md", safe: "-p", git: true, noAbbrev: true, danger: []string{"--output", "--ext-diff", "--textconv", "--no-index"}},
 	"git log":      {help: []string{"git", "log", "-h"}, extra: []string{"git", "diff", "-h"}, base: "git log {} README.md", safe: "-p", git: true, noAbbrev: true, danger: []string{"--output", "--ext-diff", "--textconv", "--show-signature"}},

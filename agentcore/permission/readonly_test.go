@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 )
 
@@ -196,20 +197,36 @@ func TestReadOnlyGitRepository(t *testing.T) {
 }
 
 // TestKernelFS: /proc and /sys are never auto-allowed, also through symlinks in the workspace.
+// File tools run inside the gateway, so their /proc/self (and /dev/fd, /dev/stdin) is the
+// gateway itself: denied in every mode.
 func TestKernelFS(t *testing.T) {
 	f := newFixture(t)
 	if err := os.Symlink("/proc/self", filepath.Join(f.ws, "self")); err != nil {
 		t.Fatal(err)
 	}
-	p := f.policy(ModeStandard)
-	p.ReadOnlyDirs = append(p.ReadOnlyDirs, "/proc", "/sys")
-	for _, c := range []Call{
-		bash("cat /proc/self/environ"), bash("cat /proc/1/environ"), bash("cat /proc/*/environ"), bash("cat self/environ"),
-		bash("ls /sys/kernel"), bash("cd /proc/self && cat environ"), bash("cat < /proc/self/environ"),
-		read("/proc/self/environ"), read("self/environ"), grep("/proc"), read("/sys/kernel/notes"),
-	} {
-		if got := p.Check(c); got.Decision != Ask {
-			t.Errorf("%s: %s (%s); want ask", c.Args, got.Decision, got.Reason)
+	for _, mode := range allModes {
+		p := f.policy(mode)
+		p.ReadOnlyDirs = append(p.ReadOnlyDirs, "/proc", "/sys")
+		if mode != ModeUnrestricted {
+			for _, c := range []Call{
+				bash("cat /proc/self/environ"), bash("cat /proc/1/environ"), bash("cat /proc/*/environ"), bash("cat self/environ"),
+				bash("ls /sys/kernel"), bash("cd /proc/self && cat environ"), bash("cat < /proc/self/environ"), bash("cat /dev/fd/3"),
+				read("/proc/1/environ"), grep("/proc"), read("/sys/kernel/notes"),
+			} {
+				if got := p.Check(c); got.Decision != Ask {
+					t.Errorf("%s %s: %s (%s); want ask", mode, c.Args, got.Decision, got.Reason)
+				}
+			}
+		}
+		for _, c := range []Call{
+			read("/proc/self/environ"), read("self/environ"), read("/proc/thread-self/environ"), read("/dev/fd/3"), read("/dev/stdin"),
+			read(filepath.Join("/proc", strconv.Itoa(os.Getpid()), "mem")), grep("/proc/self"), globCall("/proc/self/*"),
+			call("Attach", "file_path", "/proc/self/environ"), write("/proc/self/attr/current"),
+		} {
+			p.Allow = rules(t, "Read", "Grep", "Glob", "Attach", "Write")
+			if got := p.Check(c); got.Decision != Deny {
+				t.Errorf("%s %s %s: %s (%s); want deny", mode, c.Tool, c.Args, got.Decision, got.Reason)
+			}
 		}
 	}
 }
