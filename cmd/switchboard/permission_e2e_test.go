@@ -342,10 +342,13 @@ func TestGatewayEnvironUnprivileged(t *testing.T) {
 		if err := chownTree(root, uid, gid); err != nil {
 			t.Fatal(err)
 		}
-		for d := filepath.Dir(root); d != "/"; d = filepath.Dir(d) {
-			if err := os.Chmod(d, 0o755); err != nil && !os.IsPermission(err) {
-				break
+		// t.TempDir's own parent is 0700; open it (and only it) so nobody can reach root.
+		if parent := filepath.Dir(root); filepath.Dir(parent) == filepath.Clean(os.TempDir()) {
+			if err := os.Chmod(parent, 0o755); err != nil {
+				t.Fatal(err)
 			}
+		} else {
+			t.Fatalf("unexpected temp layout %s", root)
 		}
 		args = append([]string{"--reuid=" + nobody.Uid, "--regid=" + nobody.Gid, "--clear-groups", bin}, args...)
 		bin = "setpriv"
