@@ -136,6 +136,8 @@ var thirdParty = map[string][]string{
 	"channels/channelstest":          {},
 	"channels/telegram":              {"github.com/go-telegram/bot"},
 	"channels/telegram/telegramtest": {},
+	"channels/slack":                 {"github.com/slack-go/slack", "github.com/gorilla/websocket"},
+	"channels/slack/slacktest":       {"github.com/coder/websocket"},
 	"channels/web":                   {},
 	"agentcore/permission":           {"mvdan.cc/sh/v3", "github.com/bmatcuk/doublestar/v4"},
 }
