@@ -51,6 +51,7 @@ func (a *Adapter) catchUpAll(ctx context.Context, h channels.Handler) {
 		}
 		return
 	}
+	defer a.caughtUp.Store(true)
 	n, handed := 0, 0
 	for _, loc := range locs {
 		if ctx.Err() != nil {
@@ -81,6 +82,8 @@ func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channe
 	me := a.identity()
 	oldest := a.opts.Now().Add(-a.opts.CatchUpWindow)
 	since := tsOf(oldest)
+	// The newest message this process handed over from the conversation;
+	// unknown after a start.
 	last, known := a.lastSeen.get(threadKey(loc.ChatID, loc.ThreadID))
 	if known && tsLess(since, last) {
 		since = last
@@ -114,10 +117,11 @@ func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channe
 		if why != "" || d.in.Location.ThreadID != loc.ThreadID {
 			continue
 		}
-		if !known && strings.HasPrefix(d.in.Text, "/") {
+		if !a.caughtUp.Load() && strings.HasPrefix(d.in.Text, "/") {
 			// A command from before a restart (/stop, /approve) is not run
 			// again: the gateway acts on some of those at once, without a
-			// dedupe record.
+			// dedupe record. Later catch-ups skip it too.
+			a.accepted.put("message:"+d.in.EventID, struct{}{})
 			continue
 		}
 		if a.accepted.has("message:" + d.in.EventID) {

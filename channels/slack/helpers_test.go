@@ -132,9 +132,33 @@ func (l *logSink) String() string {
 }
 
 // threadList is a Threads hook the test fills, as the gateway's bindings.
+// calls counts catch-ups (each lists the threads once).
 type threadList struct {
-	mu   sync.Mutex
-	locs []channels.Location
+	mu      sync.Mutex
+	locs    []channels.Location
+	calls   int
+	changed chan struct{}
+}
+
+func newThreadList() *threadList { return &threadList{changed: make(chan struct{})} }
+
+// waitCalls waits until the adapter listed the threads n times; the catch-up
+// that listed them then runs to completion before the next listing.
+func (l *threadList) waitCalls(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		ok, ch := l.calls >= n, l.changed
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for catch-up %d: %v", n, ctx.Err())
+		case <-ch:
+		}
+	}
 }
 
 func (l *threadList) add(loc channels.Location) {
@@ -146,6 +170,9 @@ func (l *threadList) add(loc channels.Location) {
 func (l *threadList) list(context.Context) ([]channels.Location, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.calls++
+	close(l.changed)
+	l.changed = make(chan struct{})
 	return append([]channels.Location(nil), l.locs...), nil
 }
 
@@ -169,7 +196,7 @@ func testCtx(t *testing.T) context.Context {
 // setup is an environment for mode whose adapter is not started yet.
 func setup(t *testing.T, mode string, mod func(*Options), opts ...slacktest.Option) *env {
 	t.Helper()
-	e := &env{srv: slacktest.New(t, opts...), rec: newRecorder(), logs: &logSink{}, threads: &threadList{}, ctx: testCtx(t)}
+	e := &env{srv: slacktest.New(t, opts...), rec: newRecorder(), logs: &logSink{}, threads: newThreadList(), ctx: testCtx(t)}
 	o := Options{
 		Mode:          mode,
 		BotToken:      slacktest.BotToken,
@@ -237,6 +264,9 @@ func (e *env) run(t *testing.T) *env {
 	} else if err := e.srv.WaitFor(e.ctx, "a Socket Mode connection", e.srv.Connected); err != nil {
 		t.Fatal(err)
 	}
+	// The first catch-up has listed the threads: once it is done (the
+	// next listing), events and catch-up do not race in the tests.
+	e.threads.waitCalls(t, e.ctx, 1)
 	return e
 }
 
