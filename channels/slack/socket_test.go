@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +145,23 @@ func TestCatchUpAtStart(t *testing.T) {
 	if oldest := calls[len(calls)-1].Params["oldest"]; oldest != missed.TS {
 		t.Errorf("the second catch-up fetched after %s; want after the last message handed over (%s)", oldest, missed.TS)
 	}
+}
+
+func TestStartLeavesNoGoroutines(t *testing.T) {
+	tr := &http.Transport{}
+	e := setup(t, ModeSocket, func(o *Options) { o.HTTPClient = &http.Client{Transport: tr} })
+	base := runtime.NumGoroutine()
+	e.run(t)
+	e.bindOnMention(t)
+	root := e.srv.Post(slacktest.General, slacktest.Ada, mention("hi"))
+	in := e.rec.waitInbound(t, e.ctx, 1)[0]
+	if _, err := e.a.Send(e.ctx, in.Location, channels.TextMessage("hello")); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Drop()
+	e.srv.Post(slacktest.General, slacktest.Ada, "again", slacktest.InThread(root.TS), slacktest.Quietly())
+	e.rec.waitInbound(t, e.ctx, 2)
+	e.stop()
+	tr.CloseIdleConnections()
+	eventually(t, e.ctx, "the adapter's goroutines to end", func() bool { return runtime.NumGoroutine() <= base })
 }

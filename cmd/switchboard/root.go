@@ -34,6 +34,7 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		newAgentsCmd(s),
 		newPairCmd(s),
 		newConfigCmd(s),
+		newSlackCmd(s),
 		newVersionCmd(s),
 	)
 	return root
