@@ -83,7 +83,13 @@ func (a *Adapter) connection(ctx context.Context, r *run) (healthy bool, err err
 		case err := <-done:
 			return healthy, err
 		case ev := <-sm.Events:
-			touch()
+			switch ev.Type {
+			case socketmode.EventTypeConnecting, socketmode.EventTypeConnectionError, socketmode.EventTypeConnected,
+				socketmode.EventTypeInvalidAuth, socketmode.EventTypeErrorWriteFailed, socketmode.EventTypeIncomingError:
+				// The client's own events are no sign that Slack talks to us.
+			default:
+				touch()
+			}
 			if ev.Type == socketmode.EventTypeHello {
 				if !healthy {
 					a.log.Debug("slack Socket Mode connected")
