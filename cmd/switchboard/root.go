@@ -39,6 +39,7 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		newPairCmd(s),
 		newConfigCmd(s),
 		newDiscordCmd(s),
+		newSlackCmd(s),
 		newVersionCmd(s),
 		newInitCmd(s),
 		newDoctorCmd(s),

@@ -148,6 +148,8 @@ var thirdParty = map[string][]string{
 	"channels/telegram/telegramtest": {},
 	"channels/discord":               {"github.com/bwmarrin/discordgo", "github.com/gorilla/websocket"},
 	"channels/discord/discordtest":   {"github.com/gorilla/websocket"},
+	"channels/slack":                 {"github.com/slack-go/slack", "github.com/gorilla/websocket"},
+	"channels/slack/slacktest":       {"github.com/coder/websocket"},
 	"channels/web":                   {},
 	"channels/headless":              {},
 	"channels/headless/streamjson":   {},
