@@ -51,7 +51,7 @@ func buildWeb(a *app, cfg *config.Config) (builtChannel, error) {
 		token = randomToken()
 		a.redactor.Add(token)
 	}
-	ad := web.New(web.Options{Token: token, Logger: a.log})
+	ad := web.New(web.Options{Token: token, OneTimeToken: shown, Sessions: a.store, Logger: a.log})
 	b := builtChannel{
 		adapter: ad,
 		routes:  map[string]http.Handler{"/": ad.Handler()},
