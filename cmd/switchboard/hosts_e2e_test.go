@@ -287,3 +287,67 @@ func TestWebRestartInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// SIGKILL after a resumed turn appended the decided tool's result but
+// before the next model call: after restart the answer arrives exactly once
+// (approve and deny variants).
+func TestKillBetweenResultAndNextModelCall(t *testing.T) {
+	for _, decision := range []string{"Approve", "Deny"} {
+		t.Run(decision, func(t *testing.T) {
+			hold := make(chan struct{})
+			t.Cleanup(func() {
+				select {
+				case <-hold:
+				default:
+					close(hold)
+				}
+			})
+			e := newEnv(t)
+			e.model.SetResponder(func(req fakemodel.Request) fakemodel.Step {
+				if req.LastMessage().Role == "tool" {
+					return fakemodel.Step{Text: "never sent", Block: hold}
+				}
+				return bashStep("call_k", "touch killed-between")
+			})
+			e.writeServeConfig("")
+			p := e.startServe()
+			web := newWebClient(t, p.url())
+			chat := web.newChat()
+			w := web.watch(chat)
+			web.say(chat, "k1", "make it")
+			ask := w.waitFor(t, "Approval needed")
+			web.post("/api/actions", map[string]string{"token": buttonToken(t, ask, decision), "chat": chat, "message": ask.ID})
+			// The resumed turn appended the result and now waits in its next model call.
+			eventually(t, 30*time.Second, "the model call after the tool result", func() bool {
+				for _, r := range e.model.Requests() {
+					if r.LastMessage().Role == "tool" {
+						return true
+					}
+				}
+				return false
+			})
+			p.kill()
+			e.model.SetResponder(func(req fakemodel.Request) fakemodel.Step {
+				return fakemodel.Step{Text: "the one answer after the restart"}
+			})
+			p2 := e.startServe()
+			web2 := newWebClient(t, p2.url())
+			w2 := web2.watch(chat)
+			w2.waitFor(t, "the one answer after the restart")
+			// Exactly once in the transcript, and once on the page.
+			n := 0
+			for _, m := range e.transcript() {
+				if strings.Contains(m.Text(), "the one answer after the restart") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("the answer is %d times in the transcript, want 1", n)
+			}
+			if ms := w2.find("the one answer after the restart"); len(ms) != 1 {
+				t.Fatalf("the page shows the answer in %d messages, want 1", len(ms))
+			}
+			validTranscript(t, e.transcript())
+		})
+	}
+}
