@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,6 +77,7 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		}
 	}
 
+	notices := &banner{}
 	built, chOpts, err := buildChannels(a, cfg)
 	if err != nil {
 		return err
@@ -90,11 +92,12 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		}
 		if w, ok := b.adapter.(*web.Adapter); ok {
 			webAdapter = w
-			if modelProblem != "" {
-				w.SetNotice(modelProblem)
-			}
 		}
 	}
+	if webAdapter != nil {
+		notices.show = webAdapter.SetNotice
+	}
+	notices.model(modelProblem)
 
 	g, err := gateway.New(gateway.Options{
 		Store:           a.store,
@@ -107,6 +110,7 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		Metrics:         metrics,
 		ModelProblem:    modelProblem,
 		Prune:           true,
+		ChannelState:    notices.channel,
 	}, adapters...)
 	if err != nil {
 		return err
@@ -174,9 +178,7 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 				a.log.Warn("model endpoint problem", "advice", advice)
 			}
 			g.SetModelNotice(advice)
-			if webAdapter != nil {
-				webAdapter.SetNotice(advice)
-			}
+			notices.model(advice)
 		})
 	}()
 	close(ready)
@@ -210,4 +212,50 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		return nil
 	}
 	return runErr
+}
+
+// banner is the web page's notice line: the model's problem and the
+// channels that are down, so a person on the page sees why a chat is silent.
+type banner struct {
+	mu    sync.Mutex
+	show  func(string) // set before the gateway runs
+	about string
+	down  map[string]string
+}
+
+func (b *banner) model(advice string) {
+	b.mu.Lock()
+	b.about = advice
+	b.mu.Unlock()
+	b.refresh()
+}
+
+func (b *banner) channel(name string, err error) {
+	b.mu.Lock()
+	if b.down == nil {
+		b.down = map[string]string{}
+	}
+	if err == nil {
+		delete(b.down, name)
+	} else {
+		b.down[name] = err.Error()
+	}
+	b.mu.Unlock()
+	b.refresh()
+}
+
+func (b *banner) refresh() {
+	b.mu.Lock()
+	var lines []string
+	if b.about != "" {
+		lines = append(lines, b.about)
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.down)) {
+		lines = append(lines, fmt.Sprintf("The %s channel is down and is retried: %s", name, b.down[name]))
+	}
+	show := b.show
+	b.mu.Unlock()
+	if show != nil {
+		show(strings.Join(lines, " · "))
+	}
 }
