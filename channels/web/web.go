@@ -66,11 +66,11 @@ type Adapter struct {
 	oneTime      bool
 	sessionStore SessionStore
 	user         string
-	maxUpload int64
-	log       *slog.Logger
-	epoch     string // distinguishes this process's event ids from an earlier one's
-	mux       http.Handler
-	logins    *loginLimiter
+	maxUpload    int64
+	log          *slog.Logger
+	epoch        string // distinguishes this process's event ids from an earlier one's
+	mux          http.Handler
+	logins       *loginLimiter
 
 	mu        sync.Mutex
 	handler   channels.Handler

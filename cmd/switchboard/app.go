@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -301,26 +300,4 @@ func (t timedProvider) Step(ctx context.Context, req agentcore.Request, onDelta 
 	res, err := t.p.Step(ctx, req, onDelta)
 	t.observe(time.Since(start))
 	return res, err
-}
-
-// waitTurn runs a turn, waiting up to wait for a busy conversation's
-// lease.
-func waitTurn(ctx context.Context, ag *agentcore.Agent, convID string, in agentcore.Input, sink agentcore.Sink, wait time.Duration, notify func()) (agentcore.TurnResult, error) {
-	deadline := time.Now().Add(wait)
-	notified := false
-	for {
-		res, err := ag.Turn(ctx, convID, in, sink)
-		if !errors.Is(err, agentcore.ErrBusy) || time.Now().After(deadline) {
-			return res, err
-		}
-		if !notified && notify != nil {
-			notify()
-			notified = true
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
