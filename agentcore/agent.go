@@ -40,6 +40,7 @@ type Config struct {
 	MaxOutputTokens int
 	MaxSteps        int           // default 50
 	TurnTimeout     time.Duration // 0: none
+	MaxStepOutput   int           // bytes one step may stream (Request.MaxStepOutput); 0: DefaultMaxStepOutput
 	Preset          string        // the fixed part of the system prompt
 	Policy          permission.Policy
 	Approvers       []string      // qualified ids allowed to decide; empty: requester + admins

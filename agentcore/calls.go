@@ -295,7 +295,10 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 		if !p.run {
 			continue
 		}
-		if err := t.a.deps.Store.MarkToolStarted(ctx, t.conv.ID, p.call.ID); err != nil {
+		// Recorded even when the turn's time is up, so that a limit reached
+		// between two batches ends the turn with a message, not a storage
+		// error; the call then reports "cancelled before it ran".
+		if err := t.a.deps.Store.MarkToolStarted(context.WithoutCancel(ctx), t.conv.ID, p.call.ID); err != nil {
 			return fmt.Errorf("record tool start: %w", err)
 		}
 		res := p.tool.Resource(p.args, env)

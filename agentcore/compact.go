@@ -311,6 +311,7 @@ func (t *turn) summarize(ctx context.Context, evicted []Message, capTokens int) 
 			Messages: []Message{{Role: RoleUser, Parts: []Part{{Type: PartText,
 				Text: "<transcript>\n" + renderTranscript(evicted, max(2000, b.chars(textTokens>>attempt))) + "\n</transcript>\nWrite the summary now."}}}},
 			MaxOutputTokens: capTokens,
+			MaxStepOutput:   t.a.cfg.MaxStepOutput,
 		}
 		est := requestChars(req)
 		resp, err := t.a.deps.Provider.Step(ctx, req, func(Delta) {})

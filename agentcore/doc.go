@@ -14,6 +14,12 @@
 // Turn with InputResume continues once every approval of the step is
 // decided, in this process or another.
 //
+// Every turn and step is bounded: a step that streams more than
+// Config.MaxStepOutput bytes, or whose server goes silent for the
+// provider's idle timeout, fails and keeps nothing of its partial output;
+// a turn that runs past Config.TurnTimeout stops with an error. Each ends
+// the turn with StopError and a message, and the transcript stays valid.
+//
 // Concurrency: an Agent is safe for concurrent use by many conversations.
 // A conversation runs one turn at a time across processes, enforced by its
 // lease in the store (Turn returns ErrBusy while another worker holds it).

@@ -21,6 +21,10 @@ type Request struct {
 	Messages        []Message
 	Tools           []ToolSpec
 	MaxOutputTokens int
+	// MaxStepOutput bounds, in bytes, the text, reasoning and tool calls
+	// the step may stream; past it the step fails with
+	// ProviderOutputLimit. 0 means DefaultMaxStepOutput.
+	MaxStepOutput int
 }
 
 // DeltaKind says what a streamed delta carries.
@@ -71,6 +75,11 @@ const (
 	ProviderBadRequest    ProviderErrorKind = "bad_request"
 	ProviderBadResponse   ProviderErrorKind = "bad_response"
 	ProviderContextLength ProviderErrorKind = "context_length"
+	// ProviderOutputLimit: the step streamed more than MaxStepOutput.
+	ProviderOutputLimit ProviderErrorKind = "output_limit"
+	// ProviderStalled: the server sent nothing for the stream idle
+	// timeout.
+	ProviderStalled ProviderErrorKind = "stalled"
 )
 
 // ProviderError is a failed model call, already classified.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // Defaults of OpenAIOptions.
@@ -55,11 +54,16 @@ type OpenAIOptions struct {
 	// MaxRetryWait caps one wait between retries (0: DefaultMaxRetryWait).
 	MaxRetryWait time.Duration
 	// HTTPClient is used for requests; nil uses a client without timeout
-	// (streams are long; the caller's context bounds them).
+	// (streams are long; StreamIdleTimeout and the caller's context bound
+	// them).
 	HTTPClient *http.Client
 	// Vision says the model accepts images; without it image parts are
 	// replaced by a short text note.
 	Vision bool
+	// StreamIdleTimeout ends a step when the server sends nothing (no
+	// response headers, no stream bytes) for this long. 0 means
+	// DefaultStreamIdleTimeout; negative means none.
+	StreamIdleTimeout time.Duration
 }
 
 // OpenAI is a Provider for any OpenAI-compatible chat-completions endpoint
@@ -67,8 +71,9 @@ type OpenAIOptions struct {
 // for concurrent use; each Step is independent.
 type OpenAI struct {
 	opts    OpenAIOptions
-	baseURL string // with defaults applied
-	svc     openai.ChatCompletionService
+	baseURL string        // with defaults applied
+	idle    time.Duration // stream idle timeout, 0 for none
+	client  openai.Client // Options only: nothing read from the environment
 	// tools caches each tool spec's decoded definition: the specs are the
 	// same on every step, and decoding them was a tenth of a turn's CPU.
 	tools sync.Map // string(name + "\x00" + parameters) → openai.ChatCompletionToolUnionParam
@@ -113,12 +118,23 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
 	}
-	return &OpenAI{opts: opts, baseURL: base, svc: openai.NewChatCompletionService(ro...)}
+	idle := opts.StreamIdleTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultStreamIdleTimeout
+	case idle < 0:
+		idle = 0
+	}
+	return &OpenAI{opts: opts, baseURL: base, idle: idle, client: openai.Client{Options: ro}}
 }
 
 // Step streams one chat completion. onDelta (may be nil) receives text and
 // reasoning fragments in order, on the calling goroutine. Failures are
-// *ProviderError, except cancellation, which wraps ctx.Err().
+// *ProviderError, except cancellation, which wraps ctx.Err(). The step is
+// bounded: past req.MaxStepOutput bytes of output, or after the idle
+// timeout without a byte from the server, the stream is closed and the
+// step fails (ProviderOutputLimit, ProviderStalled); nothing it streamed
+// is kept beyond the cap.
 func (p *OpenAI) Step(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
 	if onDelta == nil {
 		onDelta = func(Delta) {}
@@ -127,20 +143,58 @@ func (p *OpenAI) Step(ctx context.Context, req Request, onDelta func(Delta)) (Re
 	if err != nil {
 		return Response{}, err
 	}
+	limit := req.MaxStepOutput
+	if limit <= 0 {
+		limit = DefaultMaxStepOutput
+	}
+	parent := ctx
+	ctx, guard := newStreamGuard(ctx, p.idle)
+	defer guard.stop()
+	// A raw POST, not NewStreaming: the body is read by sseReader, which
+	// bounds every event, and each chunk is decoded once (sse.go).
 	var httpRes *http.Response
-	stream := p.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpRes))
-	defer stream.Close()
+	err = p.client.Post(ctx, "chat/completions", params, &httpRes,
+		option.WithJSONSet("stream", true), option.WithMiddleware(guard.middleware))
+	if httpRes != nil && httpRes.Body != nil {
+		defer httpRes.Body.Close()
+	}
+	if err == nil && (httpRes == nil || httpRes.Body == nil) {
+		err = errors.New("no response body")
+	}
 
-	acc := newStreamAccumulator()
-	for stream.Next() {
-		chunk := stream.Current()
-		if err := acc.add([]byte(chunk.RawJSON()), onDelta); err != nil {
-			return Response{}, p.badResponse("the server sent a chunk that is not a chat-completions chunk", err)
+	acc := newStreamAccumulator(limit)
+	if err == nil {
+		sse := newSSEReader(httpRes.Body, limit+eventSlack)
+		for {
+			data, rerr := sse.next()
+			if rerr != nil {
+				if rerr != io.EOF {
+					err = rerr
+				}
+				break
+			}
+			if aerr := acc.add(data, onDelta); aerr != nil {
+				var se *streamError
+				switch {
+				case errors.Is(aerr, errOutputLimit):
+					return Response{}, outputLimitError(limit, aerr)
+				case errors.As(aerr, &se):
+					err = se
+				default:
+					return Response{}, p.badResponse("the server sent a chunk that is not a chat-completions chunk", aerr)
+				}
+				break
+			}
 		}
 	}
-	if err := stream.Err(); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Response{}, fmt.Errorf("model call: %w", ctxErr)
+	if err != nil {
+		switch {
+		case parent.Err() != nil:
+			return Response{}, fmt.Errorf("model call: %w", parent.Err())
+		case guard.idled(ctx):
+			return Response{}, p.stalledError(err)
+		case errors.Is(err, errEventTooLarge):
+			return Response{}, outputLimitError(limit, err)
 		}
 		return Response{}, p.classify(err, httpRes, params.Model, acc.started)
 	}
@@ -278,14 +332,15 @@ func historyArguments(args string) string {
 // streamChunk is the part of a chat.completion.chunk we read. Fields whose
 // type varies between servers are raw and read leniently.
 type streamChunk struct {
-	Model   string `json:"model"`
+	Model   string          `json:"model"`
+	Error   json.RawMessage `json:"error"` // a server reporting a failure mid-stream
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content          json.RawMessage `json:"content"`
-			Refusal          json.RawMessage `json:"refusal"`
-			ReasoningContent json.RawMessage `json:"reasoning_content"`
-			Reasoning        json.RawMessage `json:"reasoning"`
+			Content          lenientString   `json:"content"`
+			Refusal          lenientString   `json:"refusal"`
+			ReasoningContent lenientString   `json:"reasoning_content"`
+			Reasoning        lenientString   `json:"reasoning"`
 			ToolCalls        []toolCallDelta `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
@@ -309,6 +364,19 @@ type toolCallDelta struct {
 	} `json:"function"`
 }
 
+// lenientString decodes a JSON string and takes any other value (null,
+// numbers, objects: servers differ) as "" instead of failing the chunk.
+// Decoding in place saves a copy per delta over json.RawMessage.
+type lenientString string
+
+func (s *lenientString) UnmarshalJSON(b []byte) error {
+	var v string
+	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
+		*s = lenientString(v)
+	}
+	return nil
+}
+
 // rawString returns the string in raw, or "" for null, absent or any
 // other JSON type.
 func rawString(raw json.RawMessage) string {
@@ -323,6 +391,7 @@ func rawString(raw json.RawMessage) string {
 // use; one Step owns it.
 type streamAccumulator struct {
 	text, reasoning strings.Builder
+	budget          outputBudget // bounds text + reasoning + calls
 	calls           toolCallAccumulator
 	finish          string
 	model           string
@@ -331,14 +400,21 @@ type streamAccumulator struct {
 	started         bool // a delta was passed to onDelta
 }
 
-func newStreamAccumulator() *streamAccumulator {
-	return &streamAccumulator{calls: newToolCallAccumulator()}
+// newStreamAccumulator returns an accumulator whose text, reasoning and
+// tool calls together may not pass limit bytes.
+func newStreamAccumulator(limit int) *streamAccumulator {
+	a := &streamAccumulator{budget: outputBudget{limit: limit}}
+	a.calls = newToolCallAccumulator(&a.budget)
+	return a
 }
 
 func (a *streamAccumulator) add(raw []byte, onDelta func(Delta)) error {
 	var c streamChunk
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return fmt.Errorf("decode chunk: %w", err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return &streamError{raw: c.Error}
 	}
 	if c.Model != "" {
 		a.model = c.Model
@@ -354,24 +430,32 @@ func (a *streamAccumulator) add(raw []byte, onDelta func(Delta)) error {
 			continue // we ask for one choice
 		}
 		a.sawChoice = true
-		reasoning := rawString(ch.Delta.ReasoningContent)
+		reasoning := string(ch.Delta.ReasoningContent)
 		if reasoning == "" {
-			reasoning = rawString(ch.Delta.Reasoning)
+			reasoning = string(ch.Delta.Reasoning)
 		}
 		if reasoning != "" {
+			if err := a.budget.spend(len(reasoning)); err != nil {
+				return err
+			}
 			a.reasoning.WriteString(reasoning)
 			a.started = true
 			onDelta(Delta{Kind: DeltaReasoning, Text: reasoning})
 		}
-		for _, text := range []string{rawString(ch.Delta.Content), rawString(ch.Delta.Refusal)} {
+		for _, text := range []string{string(ch.Delta.Content), string(ch.Delta.Refusal)} {
 			if text != "" {
+				if err := a.budget.spend(len(text)); err != nil {
+					return err
+				}
 				a.text.WriteString(text)
 				a.started = true
 				onDelta(Delta{Kind: DeltaText, Text: text})
 			}
 		}
 		for _, d := range ch.Delta.ToolCalls {
-			a.calls.add(d)
+			if err := a.calls.add(d); err != nil {
+				return err
+			}
 			a.started = true
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
@@ -404,18 +488,25 @@ func (a *streamAccumulator) response() (Response, error) {
 // continues the call last seen with its index, or the last call when the
 // index is absent too (servers that omit it). openai-go's accumulator
 // keys by index alone and merges such calls (LIBRARIES.md).
+// Every call and fragment is counted against the step's budget.
 type toolCallAccumulator struct {
 	calls   []ToolCall
+	args    [][]byte // arguments of calls[i], appended without copying the prefix again
 	byID    map[string]int
 	byIndex map[int]int
 	last    int // position of the last call touched, -1 before any
+	budget  *outputBudget
 }
 
-func newToolCallAccumulator() toolCallAccumulator {
-	return toolCallAccumulator{byID: map[string]int{}, byIndex: map[int]int{}, last: -1}
+func newToolCallAccumulator(b *outputBudget) toolCallAccumulator {
+	return toolCallAccumulator{byID: map[string]int{}, byIndex: map[int]int{}, last: -1, budget: b}
 }
 
-func (a *toolCallAccumulator) add(d toolCallDelta) {
+func (a *toolCallAccumulator) add(d toolCallDelta) error {
+	if err := a.budget.spend(len(d.ID) + len(d.Function.Name) + len(d.Function.Arguments)); err != nil {
+		return err
+	}
+	n := len(a.calls)
 	pos := -1
 	switch {
 	case d.ID != "":
@@ -435,6 +526,12 @@ func (a *toolCallAccumulator) add(d toolCallDelta) {
 	default:
 		pos = a.start("")
 	}
+	if len(a.calls) > n {
+		// A new call: its bookkeeping counts too.
+		if err := a.budget.spend(callOverhead); err != nil {
+			return err
+		}
+	}
 	if d.Index != nil {
 		a.byIndex[*d.Index] = pos
 	}
@@ -445,7 +542,8 @@ func (a *toolCallAccumulator) add(d toolCallDelta) {
 	if name := d.Function.Name; name != "" && name != c.Name {
 		c.Name += name
 	}
-	c.Arguments += d.Function.Arguments
+	a.args[pos] = append(a.args[pos], d.Function.Arguments...)
+	return nil
 }
 
 func (a *toolCallAccumulator) start(id string) int {
@@ -453,6 +551,7 @@ func (a *toolCallAccumulator) start(id string) int {
 		id = "call_" + rand.Text()[:16] // servers that send no ids still need distinct ones
 	}
 	a.calls = append(a.calls, ToolCall{ID: id})
+	a.args = append(a.args, nil)
 	a.byID[id] = len(a.calls) - 1
 	return len(a.calls) - 1
 }
@@ -461,8 +560,18 @@ func (a *toolCallAccumulator) result() []ToolCall {
 	if len(a.calls) == 0 {
 		return nil
 	}
-	return append([]ToolCall(nil), a.calls...)
+	out := append([]ToolCall(nil), a.calls...)
+	for i := range out {
+		out[i].Arguments = string(a.args[i])
+	}
+	return out
 }
+
+// streamError is an error a server sent as a stream event
+// ({"error": ...}), raw as it came.
+type streamError struct{ raw json.RawMessage }
+
+func (e *streamError) Error() string { return "error event in the stream: " + string(e.raw) }
 
 // classify turns a failed request or stream into a *ProviderError.
 func (p *OpenAI) classify(err error, res *http.Response, model string, started bool) error {
@@ -478,15 +587,11 @@ func (p *OpenAI) classify(err error, res *http.Response, model string, started b
 		// The SDK could not parse the error body (plain text, HTML).
 		return p.statusError(res.StatusCode, "", "", readErrorBody(res), model, err)
 	}
-	var streamErr *ssestream.StreamError
+	var streamErr *streamError
 	if errors.As(err, &streamErr) {
-		var env struct {
-			Error json.RawMessage `json:"error"`
-		}
-		_ = json.Unmarshal(streamErr.Event.Data, &env)
 		var obj struct{ Message, Type, Code string }
-		msg := rawString(env.Error)
-		if json.Unmarshal(env.Error, &obj) == nil && obj.Message != "" {
+		msg := rawString(streamErr.raw)
+		if json.Unmarshal(streamErr.raw, &obj) == nil && obj.Message != "" {
 			msg = obj.Message
 		}
 		pe := p.statusError(0, obj.Code, obj.Type, msg, model, err)

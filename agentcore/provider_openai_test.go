@@ -441,6 +441,32 @@ func TestProviderTruncatedStream(t *testing.T) {
 	wantProviderError(t, err, ProviderBadResponse)
 }
 
+func TestProviderErrorEventMidStream(t *testing.T) {
+	const key = "sk-test-SECRET-in-error"
+	for _, tc := range []struct{ name, event, want string }{
+		{"object", `{"error":{"message":"the model is overloaded (key ` + key + `)","type":"server_error"}}`, "overloaded"},
+		{"string", `{"error":"upstream went away"}`, "upstream went away"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte(`data: {"choices":[{"index":0,"delta":{"content":"half"}}]}` + "\n\n" +
+					"data: " + tc.event + "\n\n"))
+			}))
+			t.Cleanup(srv.Close)
+			p := NewOpenAI(OpenAIOptions{BaseURL: srv.URL + "/v1", Model: "m", APIKey: key})
+			_, _, err := providerStep(t, p, Request{Messages: []Message{userText("hi")}})
+			pe := wantProviderError(t, err, ProviderServer)
+			if !strings.Contains(pe.Message, "mid-stream") || !strings.Contains(pe.Message, tc.want) {
+				t.Errorf("message %q", pe.Message)
+			}
+			if strings.Contains(pe.Error(), key) {
+				t.Errorf("message %q shows the API key", pe.Error())
+			}
+		})
+	}
+}
+
 func TestProviderNoChoices(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -499,9 +525,11 @@ func TestProviderToolCallAccumulator(t *testing.T) {
 			[]ToolCall{{ID: "a", Name: "Bash", Arguments: `{}`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			acc := newToolCallAccumulator()
+			acc := newToolCallAccumulator(&outputBudget{limit: DefaultMaxStepOutput})
 			for _, delta := range tc.deltas {
-				acc.add(delta)
+				if err := acc.add(delta); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if diff := cmp.Diff(tc.want, acc.result()); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
@@ -510,9 +538,9 @@ func TestProviderToolCallAccumulator(t *testing.T) {
 	}
 
 	// Without ids and indexes every call gets a distinct generated id.
-	acc := newToolCallAccumulator()
-	acc.add(d(idx(0), "", "X", "{}"))
-	acc.add(d(idx(1), "", "Y", "{}"))
+	acc := newToolCallAccumulator(&outputBudget{limit: DefaultMaxStepOutput})
+	_ = acc.add(d(idx(0), "", "X", "{}"))
+	_ = acc.add(d(idx(1), "", "Y", "{}"))
 	got := acc.result()
 	if len(got) != 2 || got[0].ID == "" || got[0].ID == got[1].ID || got[0].Name != "X" || got[1].Name != "Y" {
 		t.Errorf("calls without ids %+v", got)
@@ -520,8 +548,9 @@ func TestProviderToolCallAccumulator(t *testing.T) {
 }
 
 // FuzzProviderStreamChunks feeds arbitrary chunk payloads (one per line)
-// through the stream accumulator: it must never panic, and every tool call
-// it returns has a distinct, non-empty id.
+// through the stream accumulator: it must never panic, it never keeps more
+// output than its cap, and every tool call it returns has a distinct,
+// non-empty id.
 func FuzzProviderStreamChunks(f *testing.F) {
 	f.Add(`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`)
 	f.Add(`{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"X","arguments":"{"}}]}}]}` + "\n" +
@@ -531,9 +560,20 @@ func FuzzProviderStreamChunks(f *testing.F) {
 	f.Add(`{"choices":[{"delta":{"reasoning":"r","reasoning_content":{"x":1},"content":["a"]}}]}`)
 	f.Add("not json\n{}")
 	f.Fuzz(func(t *testing.T, input string) {
-		acc := newStreamAccumulator()
+		const limit = 200
+		acc := newStreamAccumulator(limit)
+		streamed := 0
 		for line := range strings.SplitSeq(input, "\n") {
-			_ = acc.add([]byte(line), func(Delta) {})
+			if err := acc.add([]byte(line), func(d Delta) { streamed += len(d.Text) }); errors.Is(err, errOutputLimit) {
+				break
+			}
+		}
+		kept := acc.text.Len() + acc.reasoning.Len()
+		for i, c := range acc.calls.calls {
+			kept += len(c.ID) + len(c.Name) + len(acc.calls.args[i])
+		}
+		if streamed > limit || kept > limit {
+			t.Fatalf("streamed %d and kept %d bytes with a cap of %d", streamed, kept, limit)
 		}
 		resp, err := acc.response()
 		if err != nil {

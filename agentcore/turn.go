@@ -81,7 +81,7 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 	defer release()
 	if a.cfg.TurnTimeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, a.cfg.TurnTimeout, errTurnTimeout)
+		ctx, stop = context.WithTimeoutCause(ctx, a.cfg.TurnTimeout, turnTimeoutError{a.cfg.TurnTimeout})
 		defer stop()
 	}
 	t := &turn{
@@ -137,10 +137,15 @@ func (a *Agent) hold(ctx context.Context, conversationID string) (Conversation, 
 	return conv, ctx, release, nil
 }
 
-var (
-	errTurnTimeout = errors.New("the turn took longer than its time limit")
-	errLeaseLost   = errors.New("lost the conversation's lease to another process")
-)
+var errLeaseLost = errors.New("lost the conversation's lease to another process")
+
+// turnTimeoutError is the cause of a turn's context ended by TurnTimeout.
+type turnTimeoutError struct{ limit time.Duration }
+
+func (e turnTimeoutError) Error() string {
+	return fmt.Sprintf("the turn took longer than turn_timeout (%s) and was stopped; "+
+		"send a message to continue, or raise turn_timeout in [agents.NAME]", e.limit)
+}
 
 // renewLease keeps the lease alive until ctx ends; losing it cancels the
 // turn.
@@ -313,7 +318,7 @@ func (t *turn) cancelled(ctx context.Context) TurnResult {
 	reason := StopCancelled
 	msg := "cancelled"
 	switch {
-	case errors.Is(cause, errTurnTimeout):
+	case errors.As(cause, new(turnTimeoutError)):
 		reason, msg = StopError, cause.Error()
 	case errors.Is(cause, errLeaseLost):
 		reason, msg = StopError, cause.Error()
@@ -348,6 +353,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		Messages:        view,
 		Tools:           t.a.deps.Tools.Specs(),
 		MaxOutputTokens: t.a.cfg.MaxOutputTokens,
+		MaxStepOutput:   t.a.cfg.MaxStepOutput,
 	}
 	est := requestChars(req)
 	resp, err := t.a.deps.Provider.Step(ctx, req, func(d Delta) {

@@ -18,6 +18,10 @@ const (
 	DefaultListen          = "127.0.0.1:7700"
 	DefaultApprovalTimeout = 12 * time.Hour
 	DefaultEditInterval    = time.Second
+	DefaultStreamIdle      = 120 * time.Second // providers.NAME.stream_idle_timeout
+	DefaultTurnTimeout     = 30 * time.Minute  // agents.NAME.turn_timeout
+	DefaultMaxStepOutput   = 1 << 20           // agents.NAME.max_step_output, bytes
+	MinMaxStepOutput       = 4 << 10           // smaller caps cut ordinary answers
 	DefaultTelegramAPIURL  = "https://api.telegram.org"
 	DefaultProvider        = "default"
 	DefaultAgent           = "main"
@@ -83,6 +87,9 @@ type Provider struct {
 	ContextWindow   int    // context_window, default 32768
 	MaxOutputTokens int    // max_output_tokens, default 4096
 	Vision          bool   // vision: the model accepts images
+	// StreamIdleTimeout is stream_idle_timeout, default 120s: a step fails
+	// when the server sends nothing for this long.
+	StreamIdleTimeout time.Duration
 }
 
 // Check reports whether the provider can be used to talk to a model: it
@@ -116,12 +123,24 @@ type Agent struct {
 	MaxTasks        int               // max_tasks: running sub-agent tasks per agent, default 4
 	ACPClientTools  bool              // acp_client_tools: route Read/Write/Edit/Bash to an ACP client that offers them
 	SystemPrompt    string            // system_prompt: extra instructions appended to the preset
+	TurnTimeout     time.Duration     // turn_timeout, default 30m: a turn's wall-clock limit
+	MaxStepOutput   int               // max_step_output, default 1 MiB: bytes one model step may stream
 }
 
 // HTTP is the [http] table: the one listener for the web page, webhooks,
 // health and metrics.
 type HTTP struct {
 	Listen string // listen, default "127.0.0.1:7700"
+	// PublicURL is public_url: the https URL that reaches this listener
+	// from outside (webhooks, set-up commands), without a trailing slash;
+	// "" when unset. Its host is an accepted Host header.
+	PublicURL string
+	// AllowedHosts is allowed_hosts: more host names the listener answers
+	// to (lower case, IPv6 without brackets), e.g. a LAN name.
+	AllowedHosts []string
+	// MetricsToken is metrics_token: when set, /metrics requires
+	// "Authorization: Bearer <token>". A secret.
+	MetricsToken string
 }
 
 // Approvals is the [approvals] table.
@@ -206,7 +225,8 @@ func (c *Config) ProviderFor(a Agent) (Provider, error) {
 }
 
 // Secrets returns every secret value the config holds, for redaction:
-// provider API keys, channel tokens, the webhook secret, the web token, agent
+// provider API keys, channel tokens, the webhook secret, the web token, the
+// metrics token, agent
 // env values whose names look secret, and the value of every ${VAR} whose name
 // looks secret (see IsSecretName). Empty values are left out; the result is
 // sorted and has no duplicates.
@@ -222,7 +242,7 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
-	out = append(out, c.Channels.Web.Token)
+	out = append(out, c.Channels.Web.Token, c.HTTP.MetricsToken)
 	if t := c.Channels.Telegram; t != nil {
 		out = append(out, t.Token, t.WebhookSecret)
 	}

@@ -72,6 +72,7 @@ func defaultAgent(dir string) Agent {
 	return Agent{
 		Name: "main", Provider: "default", Workspace: dir,
 		PermissionMode: "standard", Sandbox: "none", Network: true, MaxSteps: 50, MaxTasks: 4,
+		TurnTimeout: 30 * time.Minute, MaxStepOutput: 1 << 20,
 	}
 }
 
@@ -87,7 +88,7 @@ func TestParseValid(t *testing.T) {
 	})
 	issueProvider := Provider{
 		Name: "default", BaseURL: "http://127.0.0.1:11434/v1", APIKey: "sk-test-123",
-		Model: "qwen3:8b", ContextWindow: 32768, MaxOutputTokens: 4096,
+		Model: "qwen3:8b", ContextWindow: 32768, MaxOutputTokens: 4096, StreamIdleTimeout: 2 * time.Minute,
 	}
 	issueAgent := defaultAgent(dir)
 	issueAgent.Allow = []string{"Bash(go test:*)"}
@@ -195,7 +196,7 @@ edit_interval = "2s"
 			want: func(c *Config) {
 				c.Providers = map[string]Provider{"local": {
 					Name: "local", BaseURL: "http://localhost:8080/v1/", Model: "llama",
-					ContextWindow: 8192, MaxOutputTokens: 1024, Vision: true,
+					ContextWindow: 8192, MaxOutputTokens: 1024, Vision: true, StreamIdleTimeout: 2 * time.Minute,
 				}}
 				c.Agents = map[string]Agent{"coder": {
 					Name: "coder", Provider: "local", Model: "llama-big", Workspace: "/",
@@ -205,6 +206,7 @@ edit_interval = "2s"
 					Env:       map[string]string{"GOFLAGS": "-mod=mod", "PRICE": "$5"},
 					Approvers: []string{"telegram:4242", "slack:U012ABCDEF"}, ApprovalRoutes: []string{"telegram:4242"},
 					MaxSteps: 7, MaxTasks: 4, SystemPrompt: "Be brief.",
+					TurnTimeout: 30 * time.Minute, MaxStepOutput: 1 << 20,
 				}}
 				c.HTTP.Listen = ":9000"
 				c.Approvals.Timeout = 30 * time.Minute
@@ -228,8 +230,8 @@ provider = "ollama"
 `,
 			want: func(c *Config) {
 				c.Providers = map[string]Provider{
-					"openai": {Name: "openai", BaseURL: OpenAIBaseURL, APIKey: "sk-x", ContextWindow: 32768, MaxOutputTokens: 4096},
-					"ollama": {Name: "ollama", BaseURL: OllamaBaseURL, ContextWindow: 32768, MaxOutputTokens: 4096},
+					"openai": {Name: "openai", BaseURL: OpenAIBaseURL, APIKey: "sk-x", ContextWindow: 32768, MaxOutputTokens: 4096, StreamIdleTimeout: 2 * time.Minute},
+					"ollama": {Name: "ollama", BaseURL: OllamaBaseURL, ContextWindow: 32768, MaxOutputTokens: 4096, StreamIdleTimeout: 2 * time.Minute},
 				}
 				a := defaultAgent(dir)
 				a.Provider = "ollama"
@@ -251,7 +253,7 @@ provider = "ollama"
 			}
 			want := &Config{
 				File:      "switchboard.toml",
-				Providers: map[string]Provider{"default": {Name: "default", BaseURL: OpenAIBaseURL, APIKey: "sk-test-123", ContextWindow: 32768, MaxOutputTokens: 4096}},
+				Providers: map[string]Provider{"default": {Name: "default", BaseURL: OpenAIBaseURL, APIKey: "sk-test-123", ContextWindow: 32768, MaxOutputTokens: 4096, StreamIdleTimeout: 2 * time.Minute}},
 				Agents:    map[string]Agent{"main": defaultAgent(dir)},
 				HTTP:      HTTP{Listen: "127.0.0.1:7700"},
 				Approvals: Approvals{Timeout: 12 * time.Hour},

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -117,7 +118,7 @@ func TestZeroConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := cfg.Providers["default"]
-			want := Provider{Name: "default", BaseURL: tt.baseURL, APIKey: tt.apiKey, Model: tt.model, ContextWindow: 32768, MaxOutputTokens: 4096}
+			want := Provider{Name: "default", BaseURL: tt.baseURL, APIKey: tt.apiKey, Model: tt.model, ContextWindow: 32768, MaxOutputTokens: 4096, StreamIdleTimeout: 2 * time.Minute}
 			if p != want || len(cfg.Providers) != 1 {
 				t.Errorf("providers = %+v; want only %+v", cfg.Providers, want)
 			}
@@ -154,7 +155,7 @@ func TestProvidersIgnoreEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Provider{Name: "mine", BaseURL: "http://mine/v1", ContextWindow: 32768, MaxOutputTokens: 4096}
+	want := Provider{Name: "mine", BaseURL: "http://mine/v1", ContextWindow: 32768, MaxOutputTokens: 4096, StreamIdleTimeout: 2 * time.Minute}
 	if len(cfg.Providers) != 1 || cfg.Providers["mine"] != want {
 		t.Errorf("providers = %+v; want only %+v (environment ignored)", cfg.Providers, want)
 	}

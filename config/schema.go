@@ -100,6 +100,7 @@ func (d *decoder) providers(root *table, cfg *Config) {
 			t.errorf(key, "max_output_tokens (%d) must be smaller than context_window (%d), or nothing is left for the conversation", p.MaxOutputTokens, p.ContextWindow)
 		}
 		p.Vision = t.boolean("vision", false)
+		p.StreamIdleTimeout = t.duration("stream_idle_timeout", DefaultStreamIdle)
 		t.done()
 		cfg.Providers[name] = p
 	}
@@ -119,9 +120,10 @@ func defaultBaseURL(apiKey string) string {
 // config without [providers].
 func (d *decoder) envProvider() Provider {
 	p := Provider{
-		Name:            DefaultProvider,
-		ContextWindow:   DefaultContextWindow,
-		MaxOutputTokens: DefaultMaxOutputTokens,
+		Name:              DefaultProvider,
+		ContextWindow:     DefaultContextWindow,
+		MaxOutputTokens:   DefaultMaxOutputTokens,
+		StreamIdleTimeout: DefaultStreamIdle,
 	}
 	p.APIKey, _ = d.env("OPENAI_API_KEY")
 	p.Model, _ = d.env("SWITCHBOARD_MODEL")
@@ -170,6 +172,8 @@ func (d *decoder) agents(root *table, cfg *Config, base string) {
 			Network:        true,
 			MaxSteps:       DefaultMaxSteps,
 			MaxTasks:       DefaultMaxTasks,
+			TurnTimeout:    DefaultTurnTimeout,
+			MaxStepOutput:  DefaultMaxStepOutput,
 		}
 		return
 	}
@@ -219,6 +223,12 @@ func (d *decoder) agent(t *table, name string, cfg *Config, base string) Agent {
 	a.MaxTasks = t.positiveInt("max_tasks", DefaultMaxTasks)
 	a.ACPClientTools = t.boolean("acp_client_tools", false)
 	a.SystemPrompt, _ = t.str("system_prompt")
+	a.TurnTimeout = t.duration("turn_timeout", DefaultTurnTimeout)
+	a.MaxStepOutput = t.positiveInt("max_step_output", DefaultMaxStepOutput)
+	if a.MaxStepOutput < MinMaxStepOutput {
+		t.errorf("max_step_output", "%d bytes would cut ordinary answers: use at least %d (the default is %d, 1 MiB)", a.MaxStepOutput, MinMaxStepOutput, DefaultMaxStepOutput)
+		a.MaxStepOutput = DefaultMaxStepOutput
+	}
 	return a
 }
 
@@ -351,7 +361,83 @@ func (d *decoder) http(root *table, cfg *Config) {
 			cfg.HTTP.Listen = s
 		}
 	}
+	if s, ok := t.str("public_url"); ok && s != "" {
+		u, err := publicURL(s)
+		if err != nil {
+			t.errorf("public_url", "%v", err)
+		}
+		cfg.HTTP.PublicURL = u
+	}
+	cfg.HTTP.AllowedHosts = t.strings("allowed_hosts", false, func(path []string, s string) bool {
+		if !validHost(s) {
+			d.errorf(path, "%q is not a host name: write a name or address without scheme, port or path, e.g. \"switchboard.lan\" or \"192.168.1.20\"", s)
+			return false
+		}
+		return true
+	})
+	for i, h := range cfg.HTTP.AllowedHosts {
+		cfg.HTTP.AllowedHosts[i] = canonicalHost(h)
+	}
+	cfg.HTTP.MetricsToken, _ = t.str("metrics_token")
 	t.done()
+}
+
+// publicURL checks http.public_url: an https URL (http only for a
+// loopback host, for local tests) without user info, query or fragment.
+// It returns the URL without a trailing slash.
+func publicURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return s, fmt.Errorf("%q is not a URL: write the https address that reaches this listener, e.g. https://bot.example.com", s)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return s, fmt.Errorf("%q is plain http: webhooks and logins need https (put a TLS proxy in front, e.g. https://bot.example.com); http is accepted only for localhost", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return s, fmt.Errorf("%q has user info, a query or a fragment: write only scheme, host, optional port and path", s)
+	}
+	if !validHost(u.Hostname()) {
+		return s, fmt.Errorf("%q does not name a valid host", s)
+	}
+	u.Host = strings.ToLower(u.Host)
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// validHost reports whether s is a host name (letters, digits, '-', '_'
+// and dots) or an IP address (IPv6 with or without brackets).
+func validHost(s string) bool {
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); ip != nil {
+		return true
+	}
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// canonicalHost lower-cases a host and drops IPv6 brackets and a final dot.
+func canonicalHost(s string) string {
+	s = strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(s), "["), "]")
+	return strings.TrimSuffix(s, ".")
 }
 
 func (d *decoder) approvals(root *table, cfg *Config) {

@@ -29,6 +29,7 @@ type outProvider struct {
 	ContextWindow   int    `toml:"context_window"`
 	MaxOutputTokens int    `toml:"max_output_tokens"`
 	Vision          bool   `toml:"vision"`
+	StreamIdle      string `toml:"stream_idle_timeout"`
 }
 
 type outAgent struct {
@@ -48,11 +49,16 @@ type outAgent struct {
 	MaxTasks        int               `toml:"max_tasks"`
 	ACPClientTools  bool              `toml:"acp_client_tools"`
 	SystemPrompt    string            `toml:"system_prompt"`
+	TurnTimeout     string            `toml:"turn_timeout"`
+	MaxStepOutput   int               `toml:"max_step_output"`
 	Env             map[string]string `toml:"env,omitempty"`
 }
 
 type outHTTP struct {
-	Listen string `toml:"listen"`
+	Listen       string   `toml:"listen"`
+	PublicURL    string   `toml:"public_url"`
+	AllowedHosts []string `toml:"allowed_hosts"`
+	MetricsToken string   `toml:"metrics_token"`
 }
 
 type outApprovals struct {
@@ -158,7 +164,12 @@ func (c *Config) WriteMasked(w io.Writer) error {
 	f := outFile{
 		Providers: map[string]outProvider{},
 		Agents:    map[string]outAgent{},
-		HTTP:      outHTTP{Listen: mask(c.HTTP.Listen)},
+		HTTP: outHTTP{
+			Listen:       mask(c.HTTP.Listen),
+			PublicURL:    mask(c.HTTP.PublicURL),
+			AllowedHosts: maskAll(c.HTTP.AllowedHosts),
+			MetricsToken: secret(c.HTTP.MetricsToken),
+		},
 		Approvals: outApprovals{Timeout: formatDuration(c.Approvals.Timeout)},
 	}
 	chat := func(ch Chat) outChat {
@@ -182,6 +193,7 @@ func (c *Config) WriteMasked(w io.Writer) error {
 			ContextWindow:   p.ContextWindow,
 			MaxOutputTokens: p.MaxOutputTokens,
 			Vision:          p.Vision,
+			StreamIdle:      formatDuration(p.StreamIdleTimeout),
 		}
 	}
 	for name, a := range c.Agents {
@@ -210,6 +222,8 @@ func (c *Config) WriteMasked(w io.Writer) error {
 			MaxTasks:        a.MaxTasks,
 			ACPClientTools:  a.ACPClientTools,
 			SystemPrompt:    mask(a.SystemPrompt),
+			TurnTimeout:     formatDuration(a.TurnTimeout),
+			MaxStepOutput:   a.MaxStepOutput,
 			Env:             env,
 		}
 	}

@@ -46,15 +46,21 @@ func isAdmin(e *env, who string) bool {
 }
 
 const (
-	pairingTTL        = time.Hour
-	maxPendingPairing = 3
+	pairingTTL = time.Hour
+	// maxPendingPairing bounds a channel's pending codes; a new stranger
+	// evicts the oldest stranger's code rather than being refused.
+	maxPendingPairing = 10
+	// pairingNoticeEvery: a stranger gets at most one code message per
+	// this interval, however often they write.
+	pairingNoticeEvery = time.Hour
 )
 
-// startPairing answers an unknown user's DM with a one-time code.
+// startPairing answers an unknown user's DM with a one-time code — the
+// same code while it is pending, and at most once an hour.
 func (in *intake) startPairing(ctx context.Context, channel string, msg channels.Inbound) error {
 	e := in.env
 	now := e.now().UTC()
-	p, ok, err := e.opts.Store.CreatePairing(ctx, Pairing{
+	p, notify, err := e.opts.Store.CreatePairing(ctx, Pairing{
 		Code:     pairingCode(),
 		Channel:  channel,
 		UserID:   msg.User.ID,
@@ -62,12 +68,12 @@ func (in *intake) startPairing(ctx context.Context, channel string, msg channels
 		Location: msg.Location.String(),
 		Created:  now,
 		Expires:  now.Add(pairingTTL),
-	}, maxPendingPairing, now)
+	}, maxPendingPairing, pairingNoticeEvery, now)
 	if err != nil {
 		return fmt.Errorf("create pairing code: %w", err)
 	}
-	if !ok {
-		in.outbox.post(ctx, msg.Location, notice("This bot only talks to people its owner allowed, and too many pairing requests are waiting. Try again in an hour."))
+	if !notify {
+		e.log.Debug("unknown user wrote again; their pairing code was sent within the hour", "channel", channel, "user", msg.User.ID)
 		return nil
 	}
 	e.log.Info("pairing code given", "channel", channel, "user", channels.QualifiedID(channel, msg.User.ID))

@@ -108,6 +108,9 @@ type Options struct {
 	// Prune deletes finished work older than 7 days, at start and hourly
 	// (serve; short-lived hosts leave it to serve).
 	Prune bool
+	// ChannelState, when set, is told when a channel goes down (its Start
+	// failed: err) and when it runs again (nil), e.g. for a banner.
+	ChannelState func(channel string, err error)
 }
 
 // Gateway routes chat events to agents and their replies back. It owns
@@ -364,15 +367,19 @@ func (g *Gateway) pruneLoop(ctx context.Context) {
 // again (nil).
 func (g *Gateway) setDown(name string, err error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.down == nil {
 		g.down = map[string]string{}
 	}
+	_, was := g.down[name]
 	if err == nil {
 		delete(g.down, name)
-		return
+	} else {
+		g.down[name] = err.Error()
 	}
-	g.down[name] = err.Error()
+	g.mu.Unlock()
+	if cb := g.env.opts.ChannelState; cb != nil && (err != nil || was) {
+		cb(name, err)
+	}
 }
 
 // Down returns the channels whose Start failed and has not run since, with

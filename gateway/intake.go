@@ -206,11 +206,31 @@ func (in *intake) action(ctx context.Context, channel string, a channels.Action)
 	if err != nil {
 		return channels.ActionReply{}, err
 	}
+	if b.Action == ButtonStop {
+		return in.stopPressed(ctx, channel, a, b.ApprovalID)
+	}
 	res, err := in.approvals.decide(ctx, DecideRequest{ApprovalID: b.ApprovalID, Action: b.Action, By: channels.QualifiedID(channel, a.User.ID)})
 	if err != nil {
 		return channels.ActionReply{Text: "Could not record the decision; try again.", Alert: true}, nil
 	}
 	return channels.ActionReply{Text: res.Reply, Alert: res.Refused}, nil
+}
+
+// stopPressed stops a running turn from its live message's Stop button:
+// anyone who may talk in the chat may stop it.
+func (in *intake) stopPressed(ctx context.Context, channel string, a channels.Action, conv string) (channels.ActionReply, error) {
+	allowed, _, err := in.authorize(ctx, channel, channels.Inbound{User: a.User})
+	if err != nil {
+		return channels.ActionReply{}, err
+	}
+	if !allowed {
+		return channels.ActionReply{Text: "Only people allowed in this chat can stop the agent.", Alert: true}, nil
+	}
+	if in.workers.cancel(conv, errStopped) {
+		in.env.log.Info("turn stopped by button", "conversation", conv, "by", channels.QualifiedID(channel, a.User.ID))
+		return channels.ActionReply{Text: "Stopping."}, nil
+	}
+	return channels.ActionReply{Text: "Nothing is running any more."}, nil
 }
 
 func displayName(u channels.User) string {

@@ -114,10 +114,17 @@ type Pairing struct {
 
 // Pairings stores pairing codes and paired users.
 type Pairings interface {
-	// CreatePairing stores a code unless the channel already has max
-	// unexpired pending codes (then ok is false). A user with a pending
-	// unexpired code gets that code back instead of a new one.
-	CreatePairing(ctx context.Context, p Pairing, max int, now time.Time) (stored Pairing, ok bool, err error)
+	// CreatePairing gives p's user a pending code and says whether to send
+	// it. A user with an unexpired pending code gets that code back (one
+	// code per user); otherwise p is stored, and while the channel then
+	// holds more than limit pending codes the oldest other users' codes are
+	// evicted, so strangers cannot keep real users from pairing. notify is
+	// true at most once per notifyEvery per user — the store records now
+	// as the user's last notice when it returns true — so a stranger who
+	// writes again and again gets one code message an hour. A user whose
+	// code was evicted within notifyEvery gets the zero Pairing and false:
+	// no new code until the interval has passed.
+	CreatePairing(ctx context.Context, p Pairing, limit int, notifyEvery time.Duration, now time.Time) (stored Pairing, notify bool, err error)
 	// ApprovePairing marks an unexpired pending code approved and the user
 	// paired; ErrNotFound when no such pending code exists.
 	ApprovePairing(ctx context.Context, code string, now time.Time) (Pairing, error)
@@ -133,6 +140,9 @@ const (
 	ButtonApprove ButtonAction = "approve"
 	ButtonAlways  ButtonAction = "always"
 	ButtonDeny    ButtonAction = "deny"
+	// ButtonStop stops a running turn; its ApprovalID field holds the
+	// conversation id.
+	ButtonStop ButtonAction = "stop"
 )
 
 // Button is the record behind an opaque button token.

@@ -29,13 +29,14 @@ type stream struct {
 	replyTo  string
 	base     channels.LiveEvent // identity every live event carries
 
-	mu     sync.Mutex
-	view   *turnView
-	dirty  bool
-	refs   []string // platform ids of the live message's pages
-	shown  []string // what each page showed last (encoded), to skip no-op edits
-	queue  []channels.LiveEvent
-	closed bool
+	mu      sync.Mutex
+	view    *turnView
+	dirty   bool
+	refs    []string // platform ids of the live message's pages
+	shown   []string // what each page showed last (encoded), to skip no-op edits
+	queue   []channels.LiveEvent
+	closed  bool
+	stopTok string // the Stop button's token, once made
 	// limited: a send or edit was refused with a rate limit until then; the
 	// turn's final message waits for it (see processor.finalItems).
 	limited time.Time
@@ -79,6 +80,9 @@ func newStream(ctx context.Context, e *env, loc channels.Location, conv, turnID,
 
 // Emit implements agentcore.Sink.
 func (s *stream) Emit(e agentcore.Event) {
+	if e.Type == agentcore.EventToolResult {
+		s.env.log.Info("tool call", "conversation", e.ConversationID, "tool", e.ToolName, "call", e.ToolCallID, "outcome", e.Outcome)
+	}
 	s.mu.Lock()
 	changed := s.view.apply(e)
 	if changed {
@@ -215,6 +219,9 @@ func (s *stream) edits(ctx context.Context) {
 		if !dirty || len(snap.Parts) == 0 {
 			continue
 		}
+		if tok := s.stopToken(ctx); tok != "" {
+			snap.Parts = append(snap.Parts, channels.Buttons{Rows: [][]channels.Button{{{Label: "Stop", Style: channels.StyleDanger, Token: tok}}}})
+		}
 		last = time.Now()
 		for i, page := range channels.Paginate(snap, s.caps) {
 			if err := s.showPage(ctx, i, page); err != nil {
@@ -228,6 +235,24 @@ func (s *stream) edits(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// stopToken makes (once) the token of the live message's Stop button, on
+// surfaces with buttons.
+func (s *stream) stopToken(ctx context.Context) string {
+	if !s.caps.Buttons || s.base.ConversationID == "" {
+		return ""
+	}
+	if s.stopTok != "" {
+		return s.stopTok
+	}
+	b := Button{Token: newToken(), ApprovalID: s.base.ConversationID, Action: ButtonStop, Created: s.env.now().UTC()}
+	if err := s.env.opts.Store.CreateButtons(context.WithoutCancel(ctx), []Button{b}); err != nil {
+		s.env.log.Warn("store the stop button", "conversation", s.base.ConversationID, "err", err)
+		return ""
+	}
+	s.stopTok = b.Token
+	return s.stopTok
 }
 
 // showPage sends page i of the live message, or edits it when it changed.

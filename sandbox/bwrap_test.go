@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -256,5 +257,33 @@ func BenchmarkRunTrueBwrap(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBwrapOwnProc: a confined command gets its own /proc (--unshare-pid, --proc): another
+// process's environment, readable without the sandbox, is not there.
+func TestBwrapOwnProc(t *testing.T) {
+	e := newBwrapEnv(t)
+	canary := "SANDBOX_PROC_CANARY=" + marker()
+	host := exec.Command("sleep", "60")
+	host.Env = append(baseEnv(), canary)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+	read := fmt.Sprintf("cat /proc/%d/environ | tr '\\0' '\\n'; for p in /proc/[0-9]*; do cat $p/environ; done | tr '\\0' '\\n'", host.Process.Pid)
+
+	// The control: unconfined, the same line reads the canary, so the check below can fail.
+	out, err := e.r.Run(t.Context(), Cmd{Command: read, Dir: e.ws, Env: baseEnv(), Timeout: time.Minute})
+	if err != nil || !strings.Contains(out.Stdout, canary) {
+		t.Fatalf("unconfined read did not see the canary: %v %+v", err, out)
+	}
+	out = e.run(t, read, false)
+	if strings.Contains(out.Stdout+out.Stderr, canary) {
+		t.Fatalf("a confined command read another process's environment: %+v", out)
+	}
+	out = e.run(t, "ls /proc | grep -c '^[0-9]'", false)
+	if n := strings.TrimSpace(out.Stdout); n == "" || len(n) > 1 {
+		t.Errorf("the sandbox's /proc lists %q processes; want only its own few", n)
 	}
 }

@@ -23,13 +23,17 @@ func scanPairing(s scanner) (gateway.Pairing, error) {
 	return p, nil
 }
 
-// CreatePairing stores p unless the channel already has max unexpired
-// pending codes at now (then ok is false; max <= 0 therefore never stores).
-// A user with an unexpired pending code gets that code back, with ok true,
-// whatever max is. Code, Channel, UserID and Expires are required; Created
-// defaults to now. Expired pending codes are purged. A code that is already
+// CreatePairing gives p's user a pending code and says whether to send it
+// (see gateway.Pairings): the user's unexpired pending code if there is
+// one, else p, stored — evicting the oldest other users' pending codes
+// while the channel holds more than limit (limit < 1 counts as 1). notify is
+// true, and now is recorded as the user's last notice, unless the user was
+// sent a code within notifyEvery; a user whose code was evicted within
+// that time gets no new code either (the zero Pairing and false). Code,
+// Channel, UserID and Expires are required; Created defaults to now.
+// Expired pending codes and old notices are purged. A code that is already
 // taken is an error.
-func (db *DB) CreatePairing(ctx context.Context, p gateway.Pairing, max int, t time.Time) (gateway.Pairing, bool, error) {
+func (db *DB) CreatePairing(ctx context.Context, p gateway.Pairing, limit int, notifyEvery time.Duration, t time.Time) (gateway.Pairing, bool, error) {
 	if p.Code == "" || p.Channel == "" || p.UserID == "" || p.Expires.IsZero() {
 		return gateway.Pairing{}, false, fmt.Errorf("create pairing: code, channel (%q), user id (%q) and expiry are required", p.Channel, p.UserID)
 	}
@@ -37,48 +41,84 @@ func (db *DB) CreatePairing(ctx context.Context, p gateway.Pairing, max int, t t
 		p.Created = t
 	}
 	p.Approved = false
+	limit = max(limit, 1)
 	var stored gateway.Pairing
-	var ok bool
+	var notify bool
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		ok = false
+		stored, notify = gateway.Pairing{}, false
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM pairings WHERE approved = 0 AND expires <= ?`, nanos(t)); err != nil {
 			return fmt.Errorf("purge expired codes: %w", err)
 		}
+		if _, err := tx.ExecContext(ctx,
+			`DELETE FROM pairing_notices WHERE sent <= ?`, nanos(t.Add(-notifyEvery))); err != nil {
+			return fmt.Errorf("purge old notices: %w", err)
+		}
+		var noticed int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pairing_notices
+			WHERE channel = ? AND user_id = ?`, p.Channel, p.UserID).Scan(&noticed); err != nil {
+			return fmt.Errorf("look up the user's last notice: %w", err)
+		}
 		existing, err := scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingColumns+` FROM pairings
 			WHERE channel = ? AND user_id = ? AND approved = 0 AND expires > ?
 			ORDER BY created DESC LIMIT 1`, p.Channel, p.UserID, nanos(t)))
-		if err == nil {
-			stored, ok = existing, true
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		switch {
+		case err == nil:
+			stored = existing
+		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("look up the user's code: %w", err)
+		case noticed > 0:
+			return nil // told within the hour; their code was evicted since
+		default:
+			if _, err := tx.ExecContext(ctx, `INSERT INTO pairings
+				(code, channel, user_id, user_name, location, created, expires, approved)
+				VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+				p.Code, p.Channel, p.UserID, p.UserName, p.Location, nanos(p.Created), nanos(p.Expires)); err != nil {
+				if isUnique(err) {
+					return fmt.Errorf("code already taken: %w", err)
+				}
+				return err
+			}
+			if err := evictPairings(ctx, tx, p, limit); err != nil {
+				return err
+			}
+			stored = p
 		}
-		var pending int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pairings
-			WHERE channel = ? AND approved = 0 AND expires > ?`, p.Channel, nanos(t)).Scan(&pending); err != nil {
-			return fmt.Errorf("count pending codes: %w", err)
-		}
-		if pending >= max {
+		if noticed > 0 {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO pairings
-			(code, channel, user_id, user_name, location, created, expires, approved)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
-			p.Code, p.Channel, p.UserID, p.UserName, p.Location, nanos(p.Created), nanos(p.Expires)); err != nil {
-			if isUnique(err) {
-				return fmt.Errorf("code already taken: %w", err)
-			}
-			return err
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pairing_notices (channel, user_id, sent) VALUES (?, ?, ?)
+			ON CONFLICT (channel, user_id) DO UPDATE SET sent = excluded.sent`,
+			p.Channel, p.UserID, nanos(t)); err != nil {
+			return fmt.Errorf("record the notice: %w", err)
 		}
-		stored, ok = p, true
+		notify = true
 		return nil
 	})
 	if err != nil {
 		return gateway.Pairing{}, false, fmt.Errorf("create pairing for %s:%s: %w", p.Channel, p.UserID, err)
 	}
-	return stored, ok, nil
+	return stored, notify, nil
+}
+
+// evictPairings deletes the oldest pending codes of p's channel, other
+// than p's user's, while the channel holds more than limit. Expired codes
+// were purged before.
+func evictPairings(ctx context.Context, tx *sql.Tx, p gateway.Pairing, limit int) error {
+	var pending int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pairings
+		WHERE channel = ? AND approved = 0`, p.Channel).Scan(&pending); err != nil {
+		return fmt.Errorf("count pending codes: %w", err)
+	}
+	if pending <= limit {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM pairings WHERE code IN (
+		SELECT code FROM pairings WHERE channel = ? AND approved = 0 AND user_id != ?
+		ORDER BY created, code LIMIT ?)`, p.Channel, p.UserID, pending-limit); err != nil {
+		return fmt.Errorf("evict the oldest pending codes: %w", err)
+	}
+	return nil
 }
 
 // ApprovePairing marks a pending code that is unexpired at now approved

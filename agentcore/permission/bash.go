@@ -25,6 +25,10 @@ type bashSubject struct {
 
 	cwds       []string // lexical directories the line's commands may run in
 	cwdUnknown bool     // a cd leads somewhere that cannot be known
+
+	// memUnchecked is set by memory when a glob could not be expanded to check it against
+	// other agents' memory; unreadable then asks in every mode.
+	memUnchecked string
 }
 
 func (ck *checker) bashSubject(c Call) *bashSubject {
@@ -53,7 +57,9 @@ func (ck *checker) bashSubject(c Call) *bashSubject {
 }
 
 // findCwds follows the line's cd, pushd and popd commands: the commands may run in the
-// workspace or in any directory a cd leads to (order is ignored, which only adds places).
+// workspace or in any directory a cd leads to (order is ignored, which only adds places). A cd
+// to a glob may lead to any of its matches; cd -P goes where the kernel resolves the path,
+// plain cd to its lexical form (bash's default, cd -L).
 func (s *bashSubject) findCwds() {
 	if s.ck.ws.ok {
 		s.cwds = []string{s.ck.ws.lex}
@@ -61,22 +67,37 @@ func (s *bashSubject) findCwds() {
 		s.cwdUnknown = true
 	}
 	for _, c := range s.line.cmds {
-		dest, ok, isCd := cdTarget(c)
+		d, isCd := cdTarget(c)
 		if !isCd {
 			continue
 		}
-		if !ok {
+		if !d.ok {
 			s.cwdUnknown = true
 			continue
 		}
 		for _, cw := range append([]string(nil), s.cwds...) {
-			t := s.ck.target(dest, cw)
-			if !t.ok || len(s.cwds) >= maxCwds {
-				s.cwdUnknown = true
-				continue
+			dests := []string{d.dest}
+			if d.glob {
+				m, ok := s.ck.glob(d.dest, cw)
+				if !ok {
+					s.cwdUnknown = true
+					continue
+				}
+				dests = m
 			}
-			if !contains(s.cwds, t.lex) {
-				s.cwds = append(s.cwds, t.lex)
+			for _, dest := range dests {
+				t := s.ck.target(dest, cw)
+				if !t.ok || len(s.cwds) >= maxCwds {
+					s.cwdUnknown = true
+					continue
+				}
+				next := t.lex
+				if d.physical {
+					next = t.real
+				}
+				if !contains(s.cwds, next) {
+					s.cwds = append(s.cwds, next)
+				}
 			}
 		}
 	}
@@ -91,35 +112,46 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// cdTarget returns where a cd or pushd command goes; ok is false when that cannot be known.
-func cdTarget(c *shellCmd) (dest string, ok, isCd bool) {
+// cdDest is where a cd or pushd command goes.
+type cdDest struct {
+	dest     string
+	glob     bool // dest is a glob: the directory is one of its matches
+	physical bool // cd -P: the kernel resolves dest, .. after symlinks
+	ok       bool // false when the destination cannot be known
+}
+
+// cdTarget returns where a cd, pushd or popd command goes; isCd is false for other commands.
+func cdTarget(c *shellCmd) (d cdDest, isCd bool) {
 	if c.other != "" || len(c.args) == 0 || !c.args[0].plain {
-		return "", false, false
+		return d, false
 	}
 	switch c.args[0].lit {
 	case "cd", "pushd":
 	case "popd":
-		return "", len(c.args) == 1 && !c.assigns, true
+		return cdDest{ok: len(c.args) == 1 && !c.assigns}, true
 	default:
-		return "", false, false
+		return d, false
 	}
-	var rest []string
+	var rest []wordInfo
 	for _, a := range c.args[1:] {
-		if !a.plain || a.glob {
-			return "", false, true
+		if !a.plain || a.quotedMeta {
+			return d, true
 		}
 		if len(rest) == 0 && (a.lit == "-L" || a.lit == "-P" || a.lit == "-e" || a.lit == "-@" || a.lit == "--") {
+			d.physical = d.physical || a.lit == "-P"
 			continue
 		}
-		rest = append(rest, a.lit)
+		rest = append(rest, a)
 	}
 	switch {
 	case len(rest) == 0:
-		return "~", !c.assigns, true
-	case len(rest) > 1 || rest[0] == "-" || strings.HasPrefix(rest[0], "+") || strings.HasPrefix(rest[0], "-"):
-		return "", false, true
+		d.dest, d.ok = "~", !c.assigns
+		return d, true
+	case len(rest) > 1 || rest[0].lit == "-" || strings.HasPrefix(rest[0].lit, "+") || strings.HasPrefix(rest[0].lit, "-"):
+		return d, true
 	}
-	return rest[0], !c.assigns, true
+	d.dest, d.glob, d.ok = rest[0].lit, rest[0].glob, !c.assigns
+	return d, true
 }
 
 // targets resolves a word against every directory the command may run in. ok is false when
@@ -146,33 +178,53 @@ func (s *bashSubject) targets(w wordInfo) (ts []target, ok bool) {
 	return ts, true
 }
 
-// globTargets is targets plus every file a glob word matches now.
+// globTargets is targets plus every file a glob word matches now, in every directory the
+// command may run in.
 func (s *bashSubject) globTargets(w wordInfo) ([]target, bool) {
 	ts, ok := s.targets(w)
 	if !ok || !w.glob {
 		return ts, ok
 	}
-	if s.ck.globBudget <= 0 {
+	ms, _, ok := s.matches1(w)
+	if !ok {
 		return nil, false
 	}
-	s.ck.globBudget--
-	for _, t := range append([]target(nil), ts...) {
-		matches, err := filepath.Glob(t.lex)
-		if err != nil {
-			continue
-		}
-		if len(matches) > maxGlobMatches {
+	for _, m := range ms {
+		mt, ok := s.targets(wordInfo{lit: m, plain: true})
+		if !ok {
 			return nil, false
 		}
-		for _, m := range matches {
-			mt := s.ck.target(m, "")
-			if !mt.ok {
-				return nil, false
-			}
-			ts = append(ts, mt)
-		}
+		ts = append(ts, mt...)
 	}
 	return ts, true
+}
+
+// matches1 expands a glob word in every directory the command may run in (the union); none
+// reports a directory where it matches nothing, so bash passes the word itself.
+func (s *bashSubject) matches1(w wordInfo) (out []string, none, ok bool) {
+	if w.quotedMeta {
+		return nil, false, false
+	}
+	p := w.lit
+	dirs := s.cwds
+	if filepath.IsAbs(p) || p == "~" || strings.HasPrefix(p, "~/") {
+		dirs = []string{""}
+	} else if s.cwdUnknown {
+		return nil, false, false
+	}
+	for _, d := range dirs {
+		ms, ok := s.ck.glob(p, d)
+		if !ok {
+			return nil, false, false
+		}
+		none = none || len(ms) == 0
+		for _, m := range ms {
+			if !contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, none, true
 }
 
 func (s *bashSubject) memory() (string, bool) {
@@ -189,23 +241,50 @@ func (s *bashSubject) memory() (string, bool) {
 		dirs = append(dirs, s.ck.ws.lex)
 	}
 	seen := make(map[string]bool)
+	check := func(cand string) (string, bool) {
+		if seen[cand] {
+			return "", false
+		}
+		seen[cand] = true
+		var ts []target
+		if filepath.IsAbs(cand) || cand == "~" || strings.HasPrefix(cand, "~/") {
+			ts = append(ts, s.ck.target(cand, ""))
+		} else {
+			for _, d := range dirs {
+				ts = append(ts, s.ck.target(cand, d))
+			}
+		}
+		for _, t := range ts {
+			if s.ck.otherMemory(t) {
+				return fmt.Sprintf("Bash command touches another agent's memory: %s leads to %s", cand, t.real), true
+			}
+		}
+		return "", false
+	}
 	for _, w := range s.line.allWords() {
 		for _, cand := range pathCandidates(w.known) {
-			if seen[cand] {
+			if why, ok := check(cand); ok {
+				return why, true
+			}
+		}
+		if !w.plain || !w.glob {
+			continue
+		}
+		// What bash passes is what the glob matches: a matched symlink may lead anywhere, and
+		// ".." after it applies to where it leads.
+		for _, d := range dirs {
+			dd := d
+			if filepath.IsAbs(w.lit) || strings.HasPrefix(w.lit, "~") {
+				dd = ""
+			}
+			ms, ok := s.ck.glob(w.lit, dd)
+			if !ok || w.quotedMeta {
+				s.memUnchecked = fmt.Sprintf("the glob %s cannot be expanded ahead (too many matches, or a pattern the checker does not read), so it cannot be checked against other agents' memory; a person must decide", w.lit)
 				continue
 			}
-			seen[cand] = true
-			var ts []target
-			if filepath.IsAbs(cand) || cand == "~" || strings.HasPrefix(cand, "~/") {
-				ts = append(ts, s.ck.target(cand, ""))
-			} else {
-				for _, d := range dirs {
-					ts = append(ts, s.ck.target(cand, d))
-				}
-			}
-			for _, t := range ts {
-				if s.ck.otherMemory(t) {
-					return fmt.Sprintf("Bash command touches another agent's memory: %s leads to %s", cand, t.real), true
+			for _, m := range ms {
+				if why, ok := check(m); ok {
+					return why, true
 				}
 			}
 		}
@@ -241,12 +320,7 @@ func (s *bashSubject) matches(r Rule) (string, bool) {
 	switch fileFamily(r.Tool) {
 	case "read":
 		for _, cmd := range s.line.allCmds() {
-			spec, ok := readOnlySpec(cmd.args)
-			if !ok || !spec.paths || cmd.other != "" {
-				continue
-			}
-			cands, _ := pathArgs(cmd.args[min(spec.skip, len(cmd.args)):])
-			for _, w := range cands {
+			for _, w := range s.readPaths(cmd) {
 				ts, _ := s.globTargets(w)
 				for _, t := range ts {
 					if s.ck.patternMatches(r.Pattern, t, false) {
@@ -347,6 +421,9 @@ func (s *bashSubject) unreadable() (string, bool) {
 	if err := s.line.firstErr(); err != nil {
 		return fmt.Sprintf("the command line could not be checked (%v), so no rule can vouch for it; a person must decide", err), true
 	}
+	if s.memUnchecked != "" {
+		return s.memUnchecked, true
+	}
 	return "", false
 }
 
@@ -359,14 +436,14 @@ func (s *bashSubject) neutral(c *shellCmd) bool {
 	case "true", "false", ":":
 		return len(c.args) == 1
 	}
-	dest, ok, isCd := cdTarget(c)
-	if !isCd || !ok {
+	d, isCd := cdTarget(c)
+	if !isCd || !d.ok || d.glob {
 		return false
 	}
 	if c.args[0].lit == "popd" {
 		return true
 	}
-	ts, ok := s.targets(wordInfo{lit: dest, plain: true})
+	ts, ok := s.targets(wordInfo{lit: d.dest, plain: true})
 	if !ok {
 		return false
 	}
@@ -394,57 +471,6 @@ func ruleFor(c *shellCmd, rules []Rule) (Rule, bool) {
 		}
 	}
 	return Rule{}, false
-}
-
-// readOnly checks a command against the read-only list; why explains a refusal.
-func (s *bashSubject) readOnly(c *shellCmd) (ok bool, why string) {
-	if c.other != "" {
-		return false, fmt.Sprintf("`%s` is a %s, which only an allow rule for the whole tool allows", c.src, c.other)
-	}
-	if c.assigns {
-		return false, fmt.Sprintf("`%s` sets variables for the command, so no rule or read-only entry applies", c.src)
-	}
-	spec, listed := readOnlySpec(c.args)
-	if !listed {
-		return false, fmt.Sprintf("`%s` is not covered by an allow rule or the read-only command list", c.src)
-	}
-	args := c.args[min(spec.skip, len(c.args)):]
-	if spec.reject != nil {
-		if r := spec.reject(args); r != "" {
-			return false, fmt.Sprintf("`%s` is more than a read: %s", c.src, r)
-		}
-	}
-	if !spec.paths {
-		return true, ""
-	}
-	if s.cwdUnknown {
-		return false, fmt.Sprintf("`%s`: the directory it runs in cannot be known ahead", c.src)
-	}
-	cands, bad := pathArgs(args)
-	if bad != "" {
-		return false, fmt.Sprintf("`%s`: %s", c.src, bad)
-	}
-	for _, w := range cands {
-		// Check the word itself before expanding it, so /*/*/* is refused without a walk.
-		ts, ok := s.targets(w)
-		for _, t := range ts {
-			if !s.ck.readable(t) {
-				return false, fmt.Sprintf("`%s` reads %s, outside the workspace", c.src, t.real)
-			}
-		}
-		if ok && w.glob {
-			ts, ok = s.globTargets(w)
-		}
-		if !ok {
-			return false, fmt.Sprintf("`%s`: where %s leads cannot be known ahead", c.src, w.lit)
-		}
-		for _, t := range ts {
-			if !s.ck.readable(t) {
-				return false, fmt.Sprintf("`%s` reads %s, outside the workspace", c.src, t.real)
-			}
-		}
-	}
-	return true, ""
 }
 
 // redirOK checks a redirection: byRule for lines allowed by rules (writes must stay in the
@@ -571,7 +597,7 @@ func (s *bashSubject) approval() (string, string) {
 		if ok {
 			why = fmt.Sprintf("`%s` is not covered by an allow rule", c.src)
 		}
-		if _, _, isCd := cdTarget(c); isCd {
+		if _, isCd := cdTarget(c); isCd {
 			why = fmt.Sprintf("`%s` leaves the workspace or goes somewhere that cannot be known ahead", c.src)
 		}
 		return why, suggestBash(c)
@@ -583,36 +609,4 @@ func (s *bashSubject) approval() (string, string) {
 		}
 	}
 	return "the command needs approval", ""
-}
-
-// suggestBash returns the rule an "Always" approval of c would store: its first two literal
-// words as a prefix rule. Nothing is suggested when such a rule would allow far more than the
-// command (shells, eval, sudo and other wrappers, interpreters given code with -c or -e) or
-// could never match it (variable assignments, expansions in the command name).
-func suggestBash(c *shellCmd) string {
-	if c.other != "" || c.assigns || len(c.args) == 0 {
-		return ""
-	}
-	safe := func(w wordInfo) bool {
-		return w.plain && !w.glob && w.lit != "" && !strings.ContainsAny(w.lit, " \t\n\r*?()\\\"'`$;&|<>")
-	}
-	if !safe(c.args[0]) {
-		return ""
-	}
-	name := cmdName(c.args[0])
-	if isShell(name) || isWrapper(name) || name == "eval" || name == "source" || name == "." {
-		return ""
-	}
-	words := []string{c.args[0].lit}
-	if len(c.args) > 1 && safe(c.args[1]) {
-		switch c.args[1].lit {
-		case "-c", "-e", "--eval", "-r", "-x":
-			switch name {
-			case "python", "python3", "python2", "node", "perl", "ruby", "php", "deno", "bun", "lua", "Rscript", "osascript":
-				return ""
-			}
-		}
-		words = append(words, c.args[1].lit)
-	}
-	return Rule{Tool: toolBash, Pattern: strings.Join(words, " ") + ":*"}.String()
 }

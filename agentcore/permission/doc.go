@@ -5,20 +5,25 @@
 // agent's memory, extra read-only directories). [Policy.Check] classifies one [Call] by a fixed
 // order in which the invariants come first:
 //
-//  1. a path under another agent's memory directory → deny, in every mode;
+//  1. a path under another agent's memory directory, or a file tool's path into the gateway's
+//     own /proc/<pid> (file tools run inside the gateway: /proc/self, /dev/fd) → deny, in
+//     every mode;
 //  2. deny rules and disallowed tools → deny;
 //  3. ask rules → ask;
 //  4. mode unrestricted → allow;
 //  5. allow rules → allow;
 //  6. auto-allow (skipped in strict): reads inside the workspace, the memory directory and the
-//     read-only directories, writes inside the memory directory, in acceptEdits writes inside
-//     the workspace (except under .git), read-only shell commands from a fixed list whose paths
-//     stay readable;
+//     read-only directories (never under /proc or /sys), writes inside the memory directory, in
+//     acceptEdits writes inside the workspace (never under the workspace's or the memory's
+//     .git), read-only shell commands from a fixed allowlist of (program, accepted options)
+//     whose paths stay readable (readonly.go);
 //  7. otherwise → ask.
 //
 // Paths are resolved the way the kernel would see them: relative to the workspace, ~ expanded,
 // every existing symlink followed (also dangling ones and before applying ..), and a path counts
-// as inside a directory only if both its lexical and its resolved form are inside. Shell lines
+// as inside a directory only if both its lexical and its resolved form are inside. Globs are
+// expanded as bash will, component by component against the file system, before a command's
+// options are read; a glob followed by .. never auto-allows. Shell lines
 // are parsed with mvdan.cc/sh/v3/syntax; a rule or the read-only list allows a line only if it
 // allows every simple command in it, including those in substitutions, while a deny or ask rule
 // matches a line if it matches any of them (also after wrappers like sudo, env, xargs, find

@@ -113,6 +113,9 @@ func (s *fileSubject) memory() (string, bool) {
 		if s.ck.otherMemory(t) {
 			return fmt.Sprintf("%s %s is another agent's memory", s.tool, t.given), true
 		}
+		if gatewayProc(t) {
+			return fmt.Sprintf("%s runs inside the gateway, so %s is the gateway's own process (its environment holds provider keys and bot tokens)", s.tool, t.given), true
+		}
 	}
 	return "", false
 }
@@ -179,12 +182,14 @@ func (s *fileSubject) approval() (string, string) {
 	}
 	var why string
 	switch {
-	case s.write && !inside(t, ck.ws):
-		why = fmt.Sprintf("writes outside the workspace need approval (%s)", t.given)
 	case s.write && ck.inGitDir(t):
 		why = fmt.Sprintf("writes under .git need approval: git runs hooks and config from there (%s)", t.given)
+	case s.write && !inside(t, ck.ws) && !inside(t, ck.mem):
+		why = fmt.Sprintf("writes outside the workspace need approval (%s)", t.given)
 	case s.write:
 		why = fmt.Sprintf("edits need approval in %s mode (acceptEdits allows them inside the workspace)", ck.mode)
+	case !s.write && kernelFS(t):
+		why = fmt.Sprintf("reads under /proc and /sys need approval: they show other processes' environments and memory (%s)", t.given)
 	case !ck.readable(t):
 		why = fmt.Sprintf("reads outside the workspace need approval (%s)", t.given)
 	default:

@@ -22,7 +22,18 @@ type linkInfo struct {
 // the file system is taken as a snapshot.
 type resolver struct {
 	cache map[string]linkInfo
+	// ownProc is /proc/<pid> of this process; a path whose resolution passes through it names
+	// the gateway's own process files.
+	ownProc string
 }
+
+// procVia says whether resolving a path went through /proc or /sys.
+type procVia uint8
+
+const (
+	viaKernelFS procVia = 1 << iota // some step was under /proc or /sys
+	viaOwnProc                      // some step was under this process's /proc/<pid>
+)
 
 func (r *resolver) lookup(p string) linkInfo {
 	if li, ok := r.cache[p]; ok {
@@ -44,12 +55,22 @@ func (r *resolver) lookup(p string) linkInfo {
 // resolve returns the real location of the absolute path abs: every existing symlink is
 // followed (dangling ones too, since writing through them creates their target), ".." applies
 // after following links as the kernel does, and components that do not exist are kept as
-// written. ok is false for symlink loops.
-func (r *resolver) resolve(abs string) (string, bool) {
+// written. via says whether the walk passed through /proc or /sys (/dev/fd/3 does, and leads
+// wherever the gateway's descriptor 3 points). ok is false for symlink loops.
+func (r *resolver) resolve(abs string) (real string, via procVia, ok bool) {
 	pending := strings.Split(abs, "/")
 	resolved := "/"
 	links := 0
+	mark := func() {
+		if under(resolved, "/proc") || under(resolved, "/sys") {
+			via |= viaKernelFS
+			if r.ownProc != "" && under(resolved, r.ownProc) {
+				via |= viaOwnProc
+			}
+		}
+	}
 	for len(pending) > 0 {
+		mark()
 		comp := pending[0]
 		pending = pending[1:]
 		switch comp {
@@ -67,14 +88,15 @@ func (r *resolver) resolve(abs string) (string, bool) {
 		}
 		links++
 		if links > maxLinks {
-			return "", false
+			return "", via, false
 		}
 		if filepath.IsAbs(li.target) {
 			resolved = "/"
 		}
 		pending = append(strings.Split(li.target, "/"), pending...)
 	}
-	return resolved, true
+	mark()
+	return resolved, via, true
 }
 
 func joinAbs(dir, name string) string {
@@ -103,6 +125,7 @@ type dir struct {
 type target struct {
 	given     string
 	lex, real string
+	via       procVia
 	ok        bool
 }
 
@@ -110,7 +133,7 @@ func (ck *checker) dir(p string) dir {
 	if p == "" || !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
 		return dir{}
 	}
-	real, ok := ck.res.resolve(p)
+	real, _, ok := ck.res.resolve(p)
 	return dir{lex: filepath.Clean(p), real: real, ok: ok}
 }
 
@@ -135,11 +158,14 @@ func (ck *checker) target(p, cwd string) target {
 		}
 		p = cwd + "/" + p
 	}
-	real, ok := ck.res.resolve(p)
+	real, via, ok := ck.res.resolve(p)
 	if !ok {
 		return t
 	}
-	t.lex, t.real, t.ok = filepath.Clean(p), real, true
+	t.lex, t.real, t.via, t.ok = filepath.Clean(p), real, via, true
+	if under(t.lex, "/proc") || under(t.lex, "/sys") {
+		t.via |= viaKernelFS
+	}
 	return t
 }
 
@@ -162,8 +188,14 @@ func (ck *checker) otherMemory(t target) bool {
 }
 
 // readable reports whether a read of t is auto-allowed: the workspace, this agent's memory, or
-// one of the extra read-only directories.
+// one of the extra read-only directories — never /proc or /sys, in either form. Those hold
+// other processes' environments and memory (the gateway's secrets among them); the checker
+// runs in the gateway, so it cannot even tell what /proc/self will be for the tool, and reads
+// there always ask.
 func (ck *checker) readable(t target) bool {
+	if kernelFS(t) {
+		return false
+	}
 	if inside(t, ck.ws) || inside(t, ck.mem) {
 		return true
 	}
@@ -175,14 +207,36 @@ func (ck *checker) readable(t target) bool {
 	return false
 }
 
-// inGitDir reports whether t is inside a .git directory of the workspace: writing there can
-// plant hooks or config that a later "read-only" git command would execute.
+// kernelFS reports a path under /proc or /sys in its lexical or resolved form, or one whose
+// resolution passes through them (/dev/fd/N).
+func kernelFS(t target) bool {
+	return t.via&viaKernelFS != 0
+}
+
+// gatewayProc reports a path into the gateway's own /proc/<pid> (/proc/self, /dev/fd/N and
+// /dev/stdin of the process running the checker). File tools run inside the gateway, so for
+// them this is the gateway's environment and memory.
+func gatewayProc(t target) bool {
+	return t.via&viaOwnProc != 0
+}
+
+// inGitDir reports whether t is inside a .git directory of the workspace or of this agent's
+// memory repository (which the harness owns): writing there can plant hooks or config that a
+// later "read-only" git command would execute.
 func (ck *checker) inGitDir(t target) bool {
-	for _, p := range [2][2]string{{t.lex, ck.ws.lex}, {t.real, ck.ws.real}} {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p[0], p[1]), "/")
-		for _, c := range strings.Split(rel, "/") {
-			if strings.EqualFold(c, ".git") {
-				return true
+	for _, d := range []dir{ck.ws, ck.mem} {
+		if !d.ok {
+			continue
+		}
+		for _, p := range [2][2]string{{t.lex, d.lex}, {t.real, d.real}} {
+			if !under(p[0], p[1]) {
+				continue
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(p[0], p[1]), "/")
+			for _, c := range strings.Split(rel, "/") {
+				if strings.EqualFold(c, ".git") {
+					return true
+				}
 			}
 		}
 	}
@@ -191,16 +245,16 @@ func (ck *checker) inGitDir(t target) bool {
 
 // writableAuto reports whether a write to t is auto-allowed in the current mode.
 func (ck *checker) writableAuto(t target) bool {
-	if inside(t, ck.mem) {
-		return true
+	if ck.inGitDir(t) {
+		return false
 	}
-	return ck.mode == ModeAcceptEdits && inside(t, ck.ws) && !ck.inGitDir(t)
+	return inside(t, ck.mem) || ck.mode == ModeAcceptEdits && inside(t, ck.ws)
 }
 
 // writableByRule reports whether a shell redirection written by a rule-allowed command may
-// write t: inside the workspace (not .git) or this agent's memory.
+// write t: inside the workspace or this agent's memory, not under their .git.
 func (ck *checker) writableByRule(t target) bool {
-	return inside(t, ck.mem) || inside(t, ck.ws) && !ck.inGitDir(t)
+	return (inside(t, ck.mem) || inside(t, ck.ws)) && !ck.inGitDir(t)
 }
 
 // relForms returns t relative to the workspace in lexical and resolved form, "" when outside.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -73,6 +74,7 @@ type checker struct {
 
 	parseBudget int // bytes of sh -c and eval scripts still to parse
 	globBudget  int // glob arguments still to expand
+	globs       map[string]globResult
 
 	ws, mem, root dir
 	ro            []dir
@@ -80,6 +82,7 @@ type checker struct {
 
 func (p *Policy) newChecker() *checker {
 	ck := &checker{p: p, globBudget: maxGlobs}
+	ck.res.ownProc = "/proc/" + strconv.Itoa(os.Getpid())
 	switch p.Mode {
 	case "":
 		ck.mode = ModeStandard

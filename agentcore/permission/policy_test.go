@@ -331,7 +331,7 @@ func TestBashAutoAllow(t *testing.T) {
 		{"echo $HOME", Allow},
 		{"cat src/main.go | head -5", Allow},
 		{"cat src/*.go", Allow},
-		{"cat *", Ask}, // escape.txt leads out
+		{"cat *", Deny}, // membak leads into another agent's memory (escape.txt leads out)
 		{"cat links/*", Ask},
 		{"cat links/plain.txt", Allow},
 		{"wc -l README.md && tail -n 3 README.md", Allow},
@@ -411,7 +411,7 @@ func TestBashAutoAllow(t *testing.T) {
 		cases = append(cases, checkCase{name: "acceptEdits/" + tc.cmd, mode: ModeAcceptEdits, call: bash(tc.cmd), want: tc.want})
 	}
 	cases = append(cases,
-		checkCase{name: "strict ls", mode: ModeStrict, call: bash("ls"), want: Ask, suggest: str("Bash(ls:*)")},
+		checkCase{name: "strict ls", mode: ModeStrict, call: bash("ls"), want: Ask, suggest: str("Bash(ls)")},
 		checkCase{name: "rule plus read-only", mode: ModeStandard, allow: []string{"Bash(go test:*)"}, call: bash("go test ./... && git status"), want: Allow},
 		checkCase{name: "rule plus non-read-only", mode: ModeStandard, allow: []string{"Bash(go test:*)"}, call: bash("go test ./... && git push"), want: Ask, suggest: str("Bash(git push:*)")},
 	)
@@ -428,12 +428,13 @@ func TestBashSuggest(t *testing.T) {
 	}{
 		{ModeStandard, bash("git push origin main"), "Bash(git push:*)"},
 		{ModeStandard, bash("npm install"), "Bash(npm install:*)"},
-		{ModeStandard, bash("make"), "Bash(make:*)"},
-		{ModeStandard, bash("ls && curl $URL"), "Bash(curl:*)"},
-		{ModeStandard, bash("cat /etc/hosts"), "Bash(cat /etc/hosts:*)"},
+		{ModeStandard, bash("make"), "Bash(make)"},
+		{ModeStandard, bash("ls && curl $URL"), ""},
+		{ModeStandard, bash("ls && curl https://x"), "Bash(curl https://x)"},
+		{ModeStandard, bash("cat /etc/hosts"), "Bash(cat /etc/hosts)"},
 		{ModeStrict, bash("git status"), "Bash(git status:*)"},
-		{ModeStandard, bash("bash -c 'make'"), ""},
-		{ModeStandard, bash("sudo make"), ""},
+		{ModeStandard, bash("bash -c 'make'"), "Bash(bash -c make)"},
+		{ModeStandard, bash("sudo make"), "Bash(sudo make)"},
 		{ModeStandard, bash("python3 -c 'print(1)'"), ""},
 		{ModeStandard, bash("FOO=1 make"), ""},
 		{ModeStandard, bash("$CMD x"), ""},

@@ -25,7 +25,10 @@ type wordInfo struct {
 	lit   string // the value after quote removal (a leading ~ is kept); meaningful when plain
 	plain bool   // no expansion, brace expansion or $'..': the shell passes lit as is, apart from globbing and ~
 	glob  bool   // has unquoted *, ? or [ that the shell may expand to file names
-	known string // the literal text before the first expansion, with ~ and $HOME expanded: for deny checks
+	// quotedMeta: besides unquoted wildcards the word has quoted or escaped ones, which lit
+	// no longer tells apart; such a glob is not expanded for allowing.
+	quotedMeta bool
+	known      string // the literal text before the first expansion, with ~ and $HOME expanded: for deny checks
 }
 
 // shellCmd is one simple command (or another command the rules cannot allow, in other).
@@ -230,9 +233,10 @@ func (l *shellLine) word(w *syntax.Word) wordInfo {
 				lit.WriteString("~")
 				v = v[1:]
 			}
-			s, glob, brace := unescapeUnquoted(v)
+			s, glob, brace, esc := unescapeUnquoted(v)
 			lit.WriteString(s)
 			wi.glob = wi.glob || glob
+			wi.quotedMeta = wi.quotedMeta || esc
 			if brace {
 				wi.plain = false
 			}
@@ -245,6 +249,7 @@ func (l *shellLine) word(w *syntax.Word) wordInfo {
 				continue
 			}
 			lit.WriteString(x.Value)
+			wi.quotedMeta = wi.quotedMeta || strings.ContainsAny(x.Value, "*?[")
 			if open {
 				known.WriteString(x.Value)
 			}
@@ -258,6 +263,7 @@ func (l *shellLine) word(w *syntax.Word) wordInfo {
 				case *syntax.Lit:
 					s := unescapeDouble(y.Value)
 					lit.WriteString(s)
+					wi.quotedMeta = wi.quotedMeta || strings.ContainsAny(s, "*?[")
 					if open {
 						known.WriteString(s)
 					}
@@ -292,10 +298,10 @@ func (l *shellLine) param(p *syntax.ParamExp, wi *wordInfo, known *strings.Build
 }
 
 // unescapeUnquoted removes backslash escapes from unquoted text and reports unescaped glob
-// characters and brace expansions.
-func unescapeUnquoted(s string) (out string, glob, brace bool) {
+// characters, brace expansions and escaped glob characters.
+func unescapeUnquoted(s string) (out string, glob, brace, escMeta bool) {
 	if !strings.ContainsAny(s, `\*?[{`) {
-		return s, false, false
+		return s, false, false, false
 	}
 	var b strings.Builder
 	openBrace := false
@@ -304,6 +310,7 @@ func unescapeUnquoted(s string) (out string, glob, brace bool) {
 		switch {
 		case c == '\\' && i+1 < len(s):
 			i++
+			escMeta = escMeta || strings.IndexByte("*?[", s[i]) >= 0
 			b.WriteByte(s[i])
 			continue
 		case c == '*' || c == '?':
@@ -317,7 +324,7 @@ func unescapeUnquoted(s string) (out string, glob, brace bool) {
 		}
 		b.WriteByte(c)
 	}
-	return b.String(), glob, brace
+	return b.String(), glob, brace, escMeta
 }
 
 // unescapeDouble removes the backslashes that double quotes remove.

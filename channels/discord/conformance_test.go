@@ -16,6 +16,6 @@ func TestConformance(t *testing.T) {
 				t.Logf("adapter log:\n%s", logs.String())
 			}
 		})
-		return channelstest.Subject{Adapter: newTestAdapter(t, srv, logs, nil), Platform: platform{S: srv}}
+		return channelstest.Subject{Adapter: newTestAdapter(t, srv, logs, func(o *Options) { o.ApplicationID = dt.AppID }), Platform: platform{S: srv}}
 	})
 }

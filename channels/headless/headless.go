@@ -144,19 +144,23 @@ func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
 	if a.o.Format == FormatStreamJSON && len(ev.Wire) > 0 {
 		a.enc.WriteRaw(ev.Wire)
 	}
-	if ev.Location != a.o.Location {
-		return // a turn of an earlier session of the conversation, adopted: shown, not counted
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	switch ev.Kind {
-	case channels.LiveTurnStart:
-		a.text, a.pending, a.turnStarted = "", nil, true
+	if ev.Kind == channels.LiveTurnStart {
+		// This process works the conversation (also a turn it adopted):
+		// nothing waits for another process.
 		select {
 		case <-a.started:
 		default:
 			close(a.started)
 		}
+	}
+	if ev.Location != a.o.Location {
+		return // a turn of an earlier session of the conversation, adopted: shown, not counted
+	}
+	switch ev.Kind {
+	case channels.LiveTurnStart:
+		a.text, a.pending, a.turnStarted = "", nil, true
 	case channels.LiveMessage:
 		a.text = ev.Text
 	case channels.LiveApproval:

@@ -38,6 +38,11 @@ var ErrMessageNotFound = errors.New("web: message not found")
 
 // Options configure the web channel.
 type Options struct {
+	// Sessions keeps logins across restarts; nil keeps them in memory.
+	Sessions SessionStore
+	// OneTimeToken: Token is a login link printed once (no token was
+	// configured): it logs in once, then only sessions work.
+	OneTimeToken bool
 	// Token is the login token; required. The caller generates a random one
 	// when the configuration has none.
 	Token string
@@ -50,17 +55,22 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them. The token is never
 	// logged.
 	Logger *slog.Logger
+	// Now is the clock of the login rate limit; nil means time.Now.
+	Now func() time.Time
 }
 
 // Adapter is the web channel. Create it with New; mount Handler on the HTTP
 // listener and run Start.
 type Adapter struct {
-	token     []byte
-	user      string
-	maxUpload int64
-	log       *slog.Logger
-	epoch     string // distinguishes this process's event ids from an earlier one's
-	mux       http.Handler
+	token        []byte
+	oneTime      bool
+	sessionStore SessionStore
+	user         string
+	maxUpload    int64
+	log          *slog.Logger
+	epoch        string // distinguishes this process's event ids from an earlier one's
+	mux          http.Handler
+	logins       *loginLimiter
 
 	mu        sync.Mutex
 	handler   channels.Handler
@@ -70,7 +80,8 @@ type Adapter struct {
 	seq       uint64        // last change number, across all chats
 	notice    string
 	noticeSeq uint64
-	sessions  map[string]time.Time // session id → expiry
+	sessions  map[string]time.Time // session id → expiry (a cache of the store's)
+	tokenUsed bool                 // the one-time token logged in once
 	chats     map[string]*chat
 	files     map[string]storedFile
 	subs      map[*subscriber]struct{}
@@ -138,6 +149,10 @@ func New(opts Options) *Adapter {
 		chats:     map[string]*chat{},
 		files:     map[string]storedFile{},
 		subs:      map[*subscriber]struct{}{},
+		logins:    newLoginLimiter(opts.Now),
+
+		sessionStore: opts.Sessions,
+		oneTime:      opts.OneTimeToken,
 	}
 	a.mux = a.routes()
 	return a

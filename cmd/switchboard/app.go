@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,6 +52,9 @@ func openApp(ctx context.Context, s *streams) (*app, error) {
 	red := sandbox.NewRedactor(cfg.Secrets()...)
 	red.Add(envSecrets(os.Environ())...)
 	level := slog.LevelWarn
+	if s.info {
+		level = slog.LevelInfo
+	}
 	if s.verbose {
 		level = slog.LevelDebug
 	}
@@ -169,11 +171,12 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		preset += "\n\n# Instructions for this agent\n" + ac.SystemPrompt
 	}
 	var provider agentcore.Provider = agentcore.NewOpenAI(agentcore.OpenAIOptions{
-		BaseURL:         pc.BaseURL,
-		APIKey:          pc.APIKey,
-		Model:           model,
-		MaxOutputTokens: pc.MaxOutputTokens,
-		Vision:          pc.Vision,
+		BaseURL:           pc.BaseURL,
+		APIKey:            pc.APIKey,
+		Model:             model,
+		MaxOutputTokens:   pc.MaxOutputTokens,
+		Vision:            pc.Vision,
+		StreamIdleTimeout: pc.StreamIdleTimeout,
 	})
 	if o.observeStep != nil {
 		provider = timedProvider{provider, o.observeStep}
@@ -198,6 +201,8 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		ContextWindow:   pc.ContextWindow,
 		MaxOutputTokens: pc.MaxOutputTokens,
 		MaxSteps:        maxSteps,
+		TurnTimeout:     ac.TurnTimeout,
+		MaxStepOutput:   ac.MaxStepOutput,
 		Preset:          preset,
 		Policy:          policy,
 		Approvers:       ac.Approvers,
@@ -295,26 +300,4 @@ func (t timedProvider) Step(ctx context.Context, req agentcore.Request, onDelta 
 	res, err := t.p.Step(ctx, req, onDelta)
 	t.observe(time.Since(start))
 	return res, err
-}
-
-// waitTurn runs a turn, waiting up to wait for a busy conversation's
-// lease.
-func waitTurn(ctx context.Context, ag *agentcore.Agent, convID string, in agentcore.Input, sink agentcore.Sink, wait time.Duration, notify func()) (agentcore.TurnResult, error) {
-	deadline := time.Now().Add(wait)
-	notified := false
-	for {
-		res, err := ag.Turn(ctx, convID, in, sink)
-		if !errors.Is(err, agentcore.ErrBusy) || time.Now().After(deadline) {
-			return res, err
-		}
-		if !notified && notify != nil {
-			notify()
-			notified = true
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

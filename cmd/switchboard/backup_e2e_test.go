@@ -91,7 +91,9 @@ func TestBackupDuringATurnRestoresAndContinues(t *testing.T) {
 	}
 	convID := listed.Conversations[0].ID
 
-	e.model.Push(fakemodel.Step{Text: "continuing after the restore"})
+	// The restored home holds the turn that was running at backup time: the
+	// run adopts it (settling its call) before its own prompt.
+	e.model.Push(fakemodel.Step{Text: "the interrupted turn, settled"}, fakemodel.Step{Text: "continuing after the restore"})
 	r = e2.run("", "run", "--conversation", convID, "-p", "what happened?", "--permission-mode", "unrestricted", "--output-format", "json")
 	if r.code != 0 {
 		t.Fatalf("continue in the restored home: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -109,8 +111,9 @@ func TestBackupDuringATurnRestoresAndContinues(t *testing.T) {
 		roles[i] = string(msg.Role)
 	}
 	// The backup holds the call without its result: the restored home
-	// settles it as outcome unknown, then takes the new message.
-	if strings.Join(roles, ",") != "user,assistant,tool,user,assistant" {
+	// finishes that queued turn (settling the call as outcome unknown),
+	// then takes the new message.
+	if strings.Join(roles, ",") != "user,assistant,tool,assistant,user,assistant" {
 		t.Fatalf("restored transcript roles = %v", roles)
 	}
 	if tool := msgs[2]; tool.ToolCallID != "call_1" || !strings.Contains(tool.ModelText(), "Outcome unknown") {

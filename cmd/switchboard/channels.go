@@ -60,7 +60,7 @@ func buildWeb(a *app, cfg *config.Config) (builtChannel, error) {
 		token = randomToken()
 		a.redactor.Add(token)
 	}
-	ad := web.New(web.Options{Token: token, Logger: a.log})
+	ad := web.New(web.Options{Token: token, OneTimeToken: shown, Sessions: a.store, Logger: a.log})
 	b := builtChannel{
 		adapter: ad,
 		routes:  map[string]http.Handler{"/": ad.Handler()},
@@ -154,11 +154,11 @@ func gatewayOptions(c config.Chat) gateway.ChannelOptions {
 	}
 }
 
-// buildChannels builds every enabled channel of the table.
-func buildChannels(a *app, cfg *config.Config) ([]builtChannel, map[string]gateway.ChannelOptions, error) {
+// buildChannels builds every enabled channel of the rows.
+func buildChannels(a *app, cfg *config.Config, rows []channelRow) ([]builtChannel, map[string]gateway.ChannelOptions, error) {
 	var out []builtChannel
 	opts := map[string]gateway.ChannelOptions{}
-	for _, row := range channelTable() {
+	for _, row := range rows {
 		chat, on := row.chat(cfg)
 		if !on {
 			continue

@@ -67,13 +67,13 @@ func TestChatCommands(t *testing.T) {
 }
 
 // TestChatApprovalPrompts: in chat an ask is a prompt; "y" runs the call
-// once, "a" stores the rule so the same command runs without asking, "n"
-// denies with the reason typed.
+// once, "a" stores the rule (the exact command: touch has no subcommands)
+// so the same command runs without asking, "n" denies with the reason typed.
 func TestChatApprovalPrompts(t *testing.T) {
 	e := newEnv(t,
 		bashStep("c1", "touch once-file"), fakemodel.Step{Text: "made once"},
 		bashStep("c2", "touch always-file"), fakemodel.Step{Text: "made always"},
-		bashStep("c3", "touch always-file again"), fakemodel.Step{Text: "made again without asking"},
+		bashStep("c3", "touch always-file"), fakemodel.Step{Text: "made again without asking"},
 		bashStep("c4", "touch never-file"), fakemodel.Step{Text: "not made"},
 	)
 	input := strings.Join([]string{
@@ -87,7 +87,7 @@ func TestChatApprovalPrompts(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"made once", "made always", "made again without asking", "not made", "Bash(touch always-file:*)"} {
+	for _, want := range []string{"made once", "made always", "made again without asking", "not made", "Bash(touch always-file)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("chat output lacks %q:\n%s", want, r.stdout)
 		}
@@ -107,5 +107,20 @@ func TestChatApprovalPrompts(t *testing.T) {
 	last := toolMessages(reqs[len(reqs)-1])
 	if len(last) == 0 || !strings.Contains(contentText(last[len(last)-1]), "not today") {
 		t.Errorf("the model was not told the reason: %+v", last)
+	}
+}
+
+// TestChatNewConversation: after /new the terminal talks to the new
+// conversation (the process works it).
+func TestChatNewConversation(t *testing.T) {
+	e := newEnv(t, fakemodel.Step{Text: "first answer"}, fakemodel.Step{Text: "answer in the new conversation"})
+	r := e.run("hello\n/new\nhello again\n/exit\n", "chat")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"first answer", "Started a new conversation", "answer in the new conversation"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("chat output lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

@@ -47,6 +47,7 @@ type localSession struct {
 	loc      channels.Location
 	conv     string
 	leases   agentcore.Leases
+	bindings gateway.Bindings
 	owner    string
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -62,6 +63,7 @@ func (a *app) newLocalSession(ctx context.Context, host, agentID, convID string)
 		loc:      channels.Location{Channel: headless.Name, Account: host, ChatID: convID, ThreadID: rand.Text()[:10]},
 		conv:     convID,
 		leases:   a.store,
+		bindings: a.store,
 		owner:    fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:6]),
 		leaseTTL: 10 * time.Second,
 	}
@@ -97,8 +99,15 @@ func (s *localSession) Close() {
 	_ = s.leases.ReleaseLease(context.Background(), presenceKey(s.loc.String()), s.owner)
 }
 
-// works reports whether the process works the conversation.
-func (s *localSession) works(conv string) bool { return conv == s.conv }
+// works reports whether the process works the conversation: the one it
+// started with, or the one its location is bound to now (after /new).
+func (s *localSession) works(conv string) bool {
+	if conv == s.conv {
+		return true
+	}
+	b, err := s.bindings.Binding(context.Background(), s.loc.String())
+	return err == nil && b.ConversationID == conv
+}
 
 // claim takes this session's items and adopts those a local session of the
 // same conversation left behind when its process died (its presence lease

@@ -15,6 +15,9 @@ import (
 var version = "dev"
 
 func main() {
+	if err := markNotDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "switchboard: warning:", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

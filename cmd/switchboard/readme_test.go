@@ -144,7 +144,7 @@ func TestReadmeTOMLBlocksValidate(t *testing.T) {
 // that would fail for a user.
 func TestTOMLBlockCheckCatchesBadConfig(t *testing.T) {
 	for _, bad := range []string{
-		"[channels.telegram]\ntoken = \"${TELEGRAM_BOT_TOKEN}\"\nwebhook_url = \"\"\n",
+		"[channels.telegram]\ntoken = \"${TELEGRAM_BOT_TOKEN}\"\nmode = \"webhook\"\n",
 		"[agents.main]\npermission_mode = \"yolo\"\n",
 		"[agents.main]\nallow = [\"Bash(\"]\n",
 		"[http]\nlisten = \"7700\"\n",

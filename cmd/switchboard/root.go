@@ -13,6 +13,10 @@ type streams struct {
 	in       io.Reader
 	out, err io.Writer
 	verbose  bool
+	// info: log at info level by default (serve: one line per turn,
+	// decision, approval, channel change); the one-shot commands log
+	// warnings only.
+	info bool
 }
 
 func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
@@ -35,6 +39,7 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		newPairCmd(s),
 		newConfigCmd(s),
 		newDiscordCmd(s),
+		newSlackCmd(s),
 		newVersionCmd(s),
 		newInitCmd(s),
 		newDoctorCmd(s),

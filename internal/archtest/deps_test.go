@@ -59,10 +59,12 @@ func allowed(p, d string) (bool, string) {
 		return false, "only cmd reads config"
 	case under(d, "internal/fakemodel") && !under(p, "cmd") && !under(p, "bench"):
 		return false, "the fake model is for tests and benchmarks only"
+	case under(d, "internal/httpguard") && !under(p, "cmd"):
+		return false, "the listener's guard is wired by cmd only"
 	}
 	switch {
-	case under(p, "memfs"), under(p, "sandbox"), under(p, "config"):
-		return false, "memfs, sandbox and config are leaves"
+	case under(p, "memfs"), under(p, "sandbox"), under(p, "config"), under(p, "internal/httpguard"):
+		return false, "memfs, sandbox, config and internal/httpguard are leaves"
 	case p == "channels":
 		return false, "channels imports no project package"
 	case under(p, "channels"):
@@ -106,6 +108,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"sandbox", "agentcore"},
 		{"store", "cmd/switchboard"},
 		{"agentcore", "internal/fakemodel"},
+		{"gateway", "internal/httpguard"},
+		{"channels/web", "internal/httpguard"},
+		{"internal/httpguard", "config"},
 	}
 	for _, c := range bad {
 		if ok, _ := allowed(c[0], c[1]); ok {
@@ -121,6 +126,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"gateway", "channels"},
 		{"channels/telegram", "channels"},
 		{"channels/headless", "channels/headless/streamjson"},
+		{"cmd/switchboard", "internal/httpguard"},
 	}
 	for _, c := range good {
 		if ok, why := allowed(c[0], c[1]); !ok {
@@ -142,11 +148,14 @@ var thirdParty = map[string][]string{
 	"channels/telegram/telegramtest": {},
 	"channels/discord":               {"github.com/bwmarrin/discordgo", "github.com/gorilla/websocket"},
 	"channels/discord/discordtest":   {"github.com/gorilla/websocket"},
+	"channels/slack":                 {"github.com/slack-go/slack", "github.com/gorilla/websocket"},
+	"channels/slack/slacktest":       {"github.com/coder/websocket"},
 	"channels/web":                   {},
 	"channels/headless":              {},
 	"channels/headless/streamjson":   {},
 	"channels/terminal":              {},
 	"agentcore/permission":           {"mvdan.cc/sh/v3", "github.com/bmatcuk/doublestar/v4"},
+	"internal/httpguard":             {},
 }
 
 // directImports returns each module package's direct non-test imports.

@@ -71,7 +71,35 @@ type Step struct {
 	// chunk has been flushed, until the channel is closed or the request's
 	// context ends (then the connection is dropped without [DONE]).
 	BlockMidStream <-chan struct{}
+	// Stall holds the stream after the first content chunk until the
+	// client or the server goes away: a server that stops sending without
+	// closing the connection. It is BlockMidStream with a channel nobody
+	// closes.
+	Stall bool
+	// Endless streams deltas of this kind without end (after Text, if
+	// any), until the client goes away: a model that never stops.
+	Endless Endless
+	// HugeChunk, if positive, streams one content delta of this many bytes
+	// in a single SSE event (after Text, if any). The fake writes it in
+	// pieces without holding it in memory.
+	HugeChunk int
 }
+
+// Endless names what a Step streams without end.
+type Endless string
+
+// Endless kinds.
+const (
+	// EndlessText streams content deltas.
+	EndlessText Endless = "text"
+	// EndlessReasoning streams reasoning_content deltas.
+	EndlessReasoning Endless = "reasoning"
+	// EndlessArguments streams one tool call whose arguments never end.
+	EndlessArguments Endless = "arguments"
+	// EndlessEvent streams one SSE event whose data lines never end (no
+	// blank line ever dispatches it).
+	EndlessEvent Endless = "event"
+)
 
 // ContextLengthError is a Step that fails the way OpenAI does when the
 // request exceeds the model's context window.
@@ -103,7 +131,8 @@ type Server struct {
 	script    []Step
 	responder func(Request) Step
 	requests  []Request
-	changed   chan struct{} // closed and replaced whenever requests grows
+	changed   chan struct{} // closed and replaced whenever requests grows or active changes
+	active    int           // chat-completions handlers running
 	closeOnce sync.Once
 	seq       int
 }
@@ -215,7 +244,40 @@ func (s *Server) record(req Request) (step Step, id string, ok bool) {
 	return responder(req), id, true
 }
 
+// WaitIdle blocks until no chat-completions answer is in progress (every
+// stream has ended: finished, or the client went away) or ctx ends.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		active, ch := s.active, s.changed
+		s.mu.Unlock()
+		if active == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fakemodel: waiting for %d answers to end: %w", active, ctx.Err())
+		}
+	}
+}
+
+// track counts a running handler until the returned function is called.
+func (s *Server) track() func() {
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.active--
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	defer s.track()()
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "fakemodel: read body: "+err.Error())

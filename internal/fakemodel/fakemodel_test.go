@@ -422,3 +422,101 @@ func TestSplit(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func TestEndless(t *testing.T) {
+	for _, tc := range []struct {
+		kind Endless
+		want string // in the events after the first few
+	}{
+		{EndlessText, `"content":"All work`},
+		{EndlessReasoning, `"reasoning_content":"All work`},
+		{EndlessArguments, `"arguments":"All work`},
+		{EndlessEvent, `All work`},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			s := New(t, Step{Text: "start", Endless: tc.kind})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			res := post(t, ctx, s.URL(), `{"stream":true}`)
+			// Read far more than any scripted step writes: the stream
+			// must still be going, and must not have finished.
+			r := bufio.NewReader(io.LimitReader(res.Body, 4<<20))
+			var n, blank, lines int
+			for {
+				line, err := r.ReadString('\n')
+				n += len(line)
+				lines++
+				if line == "\n" && lines > 10 {
+					blank++
+				}
+				if strings.Contains(line, "[DONE]") || strings.Contains(line, "finish_reason\":\"") {
+					t.Fatalf("endless stream finished: %q", line)
+				}
+				if err != nil {
+					break
+				}
+				if lines > 10 && !strings.Contains(line, tc.want) && line != "\n" {
+					t.Fatalf("line %d %q does not carry %s", lines, line, tc.want)
+				}
+			}
+			if n < 4<<20-1 {
+				t.Fatalf("read %d bytes; the stream ended early", n)
+			}
+			if tc.kind == EndlessEvent && blank > 0 {
+				t.Errorf("endless event has %d blank lines after its start", blank)
+			}
+			cancel() // the handler must return when the client goes away
+			s.Close()
+		})
+	}
+}
+
+func TestHugeChunk(t *testing.T) {
+	const n = 3<<20 + 17
+	s := New(t, Step{Text: "hi", HugeChunk: n})
+	res := post(t, t.Context(), s.URL(), `{"stream":true}`)
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 8<<20)
+	var sizes []int
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c testChunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("chunk of %d bytes: %v", len(data), err)
+		}
+		if len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
+			sizes = append(sizes, len(c.Choices[0].Delta.Content))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) == 0 || sizes[len(sizes)-1] != n {
+		t.Errorf("content delta sizes %v; want the last to be one delta of %d bytes", sizes, n)
+	}
+}
+
+func TestStall(t *testing.T) {
+	s := New(t, Step{Text: "one two", Stall: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	res := post(t, ctx, s.URL(), `{"stream":true}`)
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(res.Body)
+		got <- string(b)
+	}()
+	// The stream holds open; the client going away releases it.
+	select {
+	case b := <-got:
+		t.Fatalf("stalled stream ended by itself: %q", b)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	if b := <-got; strings.Contains(b, "[DONE]") || !strings.Contains(b, `"content":"one`) {
+		t.Errorf("stalled stream: %q", b)
+	}
+	s.Close()
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -59,13 +60,9 @@ func (st *streamer) raw(line string) {
 }
 
 func (st *streamer) send(c chunk) {
-	c.ID, c.Object, c.Created, c.Model = st.id, "chat.completion.chunk", created, st.model
-	b, err := json.Marshal(c)
-	if err != nil {
-		st.err = err
-		return
+	if ev := st.encode(c); st.err == nil {
+		st.raw(ev)
 	}
-	st.raw("data: " + string(b) + "\n\n")
 }
 
 func (st *streamer) delta(d map[string]any) {
@@ -107,6 +104,18 @@ func (st *streamer) run(ctx context.Context, s *Server, req Request, step Step) 
 			return
 		}
 	}
+	if step.Stall {
+		st.delta(map[string]any{"content": ""})
+		s.wait(ctx, make(chan struct{}))
+		return
+	}
+	if step.HugeChunk > 0 {
+		st.huge(step.HugeChunk)
+	}
+	if step.Endless != "" {
+		st.endless(ctx, s, step.Endless)
+		return
+	}
 	for i, tc := range step.ToolCalls {
 		index := i
 		if step.ReuseIndex {
@@ -138,6 +147,69 @@ func (st *streamer) run(ctx context.Context, s *Server, req Request, step Step) 
 		st.send(chunk{Choices: []chunkChoice{}, Usage: usageOf(req, step)})
 	}
 	st.raw("data: [DONE]\n\n")
+}
+
+// endlessPiece is the text each endless delta carries.
+const endlessPiece = "All work and no play makes Jack a dull boy. "
+
+// endless streams deltas of kind until the client or the server goes
+// away. Every chunk is the same bytes, built once, so the fake's own
+// memory stays flat while the client is flooded.
+func (st *streamer) endless(ctx context.Context, s *Server, kind Endless) {
+	var event string
+	switch kind {
+	case EndlessEvent:
+		st.raw("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\n")
+		event = "data: " + strings.Repeat(endlessPiece, 20) + "\n"
+	case EndlessArguments:
+		st.delta(map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "call_endless", "type": "function",
+			"function": map[string]any{"name": "Bash", "arguments": `{"command":"`},
+		}}})
+		event = st.encode(chunk{Choices: []chunkChoice{{Delta: map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "function": map[string]any{"arguments": endlessPiece},
+		}}}}}})
+	case EndlessReasoning:
+		event = st.encode(chunk{Choices: []chunkChoice{{Delta: map[string]any{"reasoning_content": endlessPiece}}}})
+	default:
+		event = st.encode(chunk{Choices: []chunkChoice{{Delta: map[string]any{"content": endlessPiece}}}})
+	}
+	for st.err == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		default:
+		}
+		st.raw(event)
+	}
+}
+
+// huge streams one content delta of n bytes in a single SSE event,
+// written in pieces.
+func (st *streamer) huge(n int) {
+	head := st.encode(chunk{Choices: []chunkChoice{{Delta: map[string]any{"content": "\x00"}}}})
+	before, after, _ := strings.Cut(head, `\u0000`)
+	st.raw(before)
+	piece := strings.Repeat("x", 32<<10)
+	for n > 0 && st.err == nil {
+		k := min(n, len(piece))
+		st.raw(piece[:k])
+		n -= k
+	}
+	st.raw(after)
+}
+
+// encode returns c as one SSE event.
+func (st *streamer) encode(c chunk) string {
+	c.ID, c.Object, c.Created, c.Model = st.id, "chat.completion.chunk", created, st.model
+	b, err := json.Marshal(c)
+	if err != nil {
+		st.err = err
+		return ""
+	}
+	return "data: " + string(b) + "\n\n"
 }
 
 func finishReason(step Step) string {

@@ -1,0 +1,199 @@
+package slack
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/switchboard-gw/switchboard/channels"
+)
+
+// Catch-up: Slack drops events it could not deliver (the process was down,
+// the socket was deaf). After every connection the adapter reads what was
+// posted meanwhile in the conversations the gateway has bound — replies in
+// bound threads (conversations.replies) and, for bound DMs, top-level
+// messages (conversations.history) — within CatchUpWindow, and hands over
+// what it never handed over. The EventID of a message is its channel+ts,
+// as for live events, so the gateway's dedupe makes handing over a message
+// it already has harmless; the adapter's memory of what it handed over only
+// saves the calls. Nothing durable is kept here: after a restart the
+// gateway's dedupe is what prevents a second turn.
+
+// Catch-up limits per conversation.
+const (
+	catchUpPage  = 200
+	catchUpPages = 5
+)
+
+// catchUpLoop runs one catch-up per request until the run ends.
+func (a *Adapter) catchUpLoop(r *run) {
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.catchUp:
+			a.catchUpAll(r.ctx, r.h)
+		}
+	}
+}
+
+func (a *Adapter) catchUpAll(ctx context.Context, h channels.Handler) {
+	if a.opts.Threads == nil {
+		return
+	}
+	locs, err := a.opts.Threads(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("slack catch-up: cannot list bound threads", "err", err)
+		}
+		return
+	}
+	defer a.caughtUp.Store(true)
+	n, handed := 0, 0
+	for _, loc := range locs {
+		if ctx.Err() != nil {
+			return
+		}
+		if loc.Channel != Name || !validID(loc.ChatID) || (loc.ThreadID != "" && !validTS(loc.ThreadID)) {
+			continue
+		}
+		if loc.ThreadID == "" && !strings.HasPrefix(loc.ChatID, "D") {
+			continue // a channel's top level is not a conversation: mentions start threads
+		}
+		if !a.channelAllowed(loc.ChatID, strings.HasPrefix(loc.ChatID, "D")) {
+			continue
+		}
+		if n++; n > a.opts.MaxCatchUpThreads {
+			break
+		}
+		handed += a.catchUpOne(ctx, h, loc)
+	}
+	if handed > 0 {
+		a.log.Info("slack catch-up handed over messages missed while disconnected", "messages", handed)
+	}
+}
+
+// catchUpOne catches up one bound conversation and returns how many
+// messages it handed over.
+func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channels.Location) int {
+	me := a.identity()
+	oldest := a.opts.Now().Add(-a.opts.CatchUpWindow)
+	since := tsOf(oldest)
+	// The newest message this process handed over from the conversation;
+	// unknown after a start.
+	last, known := a.lastSeen.get(threadKey(loc.ChatID, loc.ThreadID))
+	if known && tsLess(since, last) {
+		since = last
+	}
+	msgs, err := a.fetch(ctx, loc, since)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("slack catch-up fetch failed", "location", loc.String(), "err", err)
+		}
+		return 0
+	}
+	sort.SliceStable(msgs, func(i, j int) bool { return tsLess(msgs[i].TS, msgs[j].TS) })
+	start := 0
+	dm := strings.HasPrefix(loc.ChatID, "D")
+	if !known && !dm {
+		// Fresh from a start: replies before the bot joined the thread (its
+		// first mention or message) were not addressed to it.
+		for i, m := range msgs {
+			if m.User == me.UserID || (me.BotID != "" && m.BotID == me.BotID) || strings.Contains(m.Text, "<@"+me.UserID) {
+				start = i
+				break
+			}
+		}
+	}
+	handed := 0
+	for _, m := range msgs[start:] {
+		if !tsLess(since, m.TS) {
+			continue
+		}
+		d, why := convertMessage(m, me, loc.ChatID, false)
+		if why != "" || d.in.Location.ThreadID != loc.ThreadID {
+			continue
+		}
+		if !a.caughtUp.Load() && strings.HasPrefix(d.in.Text, "/") {
+			// A command from before a restart (/stop, /approve) is not run
+			// again: the gateway acts on some of those at once, without a
+			// dedupe record. Later catch-ups skip it too.
+			a.accepted.put("message:"+d.in.EventID, struct{}{})
+			continue
+		}
+		if a.accepted.has("message:" + d.in.EventID) {
+			continue
+		}
+		if loc.ThreadID != "" {
+			d.in.ReplyToBot = true // a bound thread is one the bot is in
+		}
+		if err := a.deliver(ctx, h, d); err != nil {
+			a.log.Warn("slack catch-up message not accepted; the next catch-up tries again", "location", loc.String(), "err", err)
+			return handed
+		}
+		handed++
+	}
+	return handed
+}
+
+// fetch reads the messages of a bound conversation after since: the
+// thread's replies, or a DM's top-level messages.
+func (a *Adapter) fetch(ctx context.Context, loc channels.Location, since string) ([]message, error) {
+	var out []message
+	cursor := ""
+	for range catchUpPages {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		var msgs []slack.Message
+		var more bool
+		var err error
+		if loc.ThreadID != "" {
+			msgs, more, cursor, err = a.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
+				ChannelID: loc.ChatID, Timestamp: loc.ThreadID, Oldest: since, Limit: catchUpPage, Cursor: cursor,
+			})
+			err = a.red.classify("conversations.replies", err)
+		} else {
+			var r *slack.GetConversationHistoryResponse
+			r, err = a.api.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
+				ChannelID: loc.ChatID, Oldest: since, Limit: catchUpPage, Cursor: cursor,
+			})
+			err = a.red.classify("conversations.history", err)
+			if r != nil {
+				msgs, more, cursor = r.Messages, r.HasMore, r.ResponseMetaData.NextCursor
+			}
+		}
+		cancel()
+		if err != nil {
+			if d, ok := channels.RetryAfter(err); ok && d > 0 && d <= time.Minute && len(out) == 0 {
+				if sleep(ctx, d) {
+					continue
+				}
+			}
+			return out, err
+		}
+		for _, m := range msgs {
+			out = append(out, fromAPI(m))
+		}
+		if !more || cursor == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
+// fromAPI converts the SDK's message to the shape events have.
+func fromAPI(m slack.Message) message {
+	out := message{
+		Type: m.Type, Subtype: m.SubType, User: m.User, BotID: m.BotID, Text: m.Text,
+		TS: m.Timestamp, ThreadTS: m.ThreadTimestamp, ParentUserID: m.ParentUserId, Hidden: m.Hidden,
+	}
+	for _, f := range m.Files {
+		out.Files = append(out.Files, file{
+			ID: f.ID, Name: f.Name, Mimetype: f.Mimetype, Size: int64(f.Size),
+			URLPrivate: f.URLPrivate, URLPrivateDownload: f.URLPrivateDownload,
+		})
+	}
+	return out
+}
