@@ -89,7 +89,8 @@ func withText(s string) func(dt.Message) bool {
 	return func(m dt.Message) bool { return strings.Contains(m.Content, s) }
 }
 
-func withButtons(m dt.Message) bool { return len(m.Tokens) > 0 }
+// isAsk: an approval request (the live message has buttons too: Stop).
+func isAsk(m dt.Message) bool { return strings.Contains(string(m.Components), `"label":"Approve"`) }
 
 // waitBotMessage waits for a bot message in channelID satisfying keep.
 func waitBotMessage(t *testing.T, dc *dt.Server, channelID, what string, keep func(dt.Message) bool) dt.Message {
@@ -190,7 +191,7 @@ func TestDiscordEndToEnd(t *testing.T) {
 
 	// In the thread no mention is needed; the tool ask becomes buttons.
 	dc.Post(thread, dt.UserID, "make the file")
-	ask := waitBotMessage(t, dc, thread, "the approval buttons", withButtons)
+	ask := waitBotMessage(t, dc, thread, "the approval buttons", isAsk)
 	approve := discordButton(t, ask, "Approve")
 
 	// Grace may talk but not decide: an ephemeral refusal, nothing runs.
@@ -205,7 +206,7 @@ func TestDiscordEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.workspace, "pressed-in-discord")); err == nil {
 		t.Fatal("the tool ran after a refused press")
 	}
-	if m, _ := dc.Message(ask.ID); len(m.Tokens) == 0 {
+	if m, _ := dc.Message(ask.ID); !isAsk(m) {
 		t.Fatalf("the refused press changed the ask: %+v", m)
 	}
 
@@ -240,7 +241,7 @@ func TestDiscordEndToEnd(t *testing.T) {
 	}
 	waitDC(t, dc, "the ask edited to show the decision", func() bool {
 		m, _ := dc.Message(ask.ID)
-		return strings.Contains(m.Content, "Approved") && len(m.Tokens) == 0
+		return strings.Contains(m.Content, "Approved") && !isAsk(m)
 	})
 	if n := len(e.model.Requests()); n != requests+1 {
 		t.Errorf("%d model requests after the press, want %d", n, requests+1)
@@ -346,7 +347,7 @@ func pendingItems(t *testing.T, e *env) int {
 // message it made, and the channel has one ask — whose buttons work.
 func TestDiscordSendRetriedAfterKillInsideIt(t *testing.T) {
 	e, dc := discordEnv(t, true, bashStep("call_nonce", "touch after-the-retry"))
-	hold := dc.HoldCreate(withButtons)
+	hold := dc.HoldCreate(isAsk)
 	p := e.startServe()
 	waitIdentified(t, dc, 1)
 	thread := dc.Post(dt.TextChannelID, dt.UserID, "make the file", dt.Mention())
@@ -378,7 +379,7 @@ func TestDiscordSendRetriedAfterKillInsideIt(t *testing.T) {
 	}
 	waitDC(t, dc, "the ask sent again with the same nonce", func() bool { return sends() >= 2 })
 	waitOutboxIdle(t, e)
-	if asks := botMessages(dc, thread, withButtons); len(asks) != 1 {
+	if asks := botMessages(dc, thread, isAsk); len(asks) != 1 {
 		var ids []string
 		for _, m := range asks {
 			ids = append(ids, m.ID+" nonce "+m.Nonce)
@@ -399,7 +400,7 @@ func TestDiscordSendRetriedAfterKillInsideIt(t *testing.T) {
 	waitBotMessage(t, dc, thread, "the answer after the press", withText("Done after the retry."))
 	waitDC(t, dc, "the ask edited to show the decision", func() bool {
 		m, _ := dc.Message(asked.ID)
-		return strings.Contains(m.Content, "Approved") && len(m.Tokens) == 0
+		return strings.Contains(m.Content, "Approved") && !isAsk(m)
 	})
 }
 
@@ -434,11 +435,11 @@ func TestDiscordRateLimited(t *testing.T) {
 }
 
 // TestDiscordStreamKilledInsideItsFirstSend: serve is killed while Discord
-// has made the streamed answer's first message but not yet answered. The
-// restart reruns the turn (its answer is in the transcript already) and
-// sends the final message with the key of the streamed one — the same
-// nonce — so the thread ends with one answer, not an orphaned copy beside
-// it.
+// has made the streamed answer's first message (perhaps a few words and a
+// Stop button) but not yet answered. The restart reruns the turn (its
+// answer is in the transcript already) and sends the final message with the
+// key of the streamed one — the same nonce — so the thread ends with that
+// one message, showing the whole answer, not an orphaned copy beside it.
 func TestDiscordStreamKilledInsideItsFirstSend(t *testing.T) {
 	e, dc := discordEnv(t, true, fakemodel.Step{Text: "An answer interrupted by a crash."})
 	hold := dc.HoldCreate(func(m dt.Message) bool { return m.ChannelID != dt.TextChannelID })
@@ -468,12 +469,12 @@ func TestDiscordStreamKilledInsideItsFirstSend(t *testing.T) {
 	})
 	waitOutboxIdle(t, e)
 	ms := botMessages(dc, thread, nil)
-	if len(ms) != 1 || ms[0].ID != streamed.ID || !strings.Contains(ms[0].Content, "An answer interrupted by a crash.") {
+	if len(ms) != 1 || ms[0].ID != streamed.ID || !strings.Contains(ms[0].Content, "An answer interrupted by a crash.") || len(ms[0].Tokens) != 0 {
 		var texts []string
 		for _, m := range ms {
 			texts = append(texts, m.ID+": "+m.Content)
 		}
-		t.Fatalf("bot messages in the thread %q; want only %s with the answer", texts, streamed.ID)
+		t.Fatalf("bot messages in the thread %q; want only %s with the whole answer and no Stop button", texts, streamed.ID)
 	}
 }
 
