@@ -436,10 +436,10 @@ func TestDiscordRateLimited(t *testing.T) {
 
 // TestDiscordStreamKilledInsideItsFirstSend: serve is killed while Discord
 // has made the streamed answer's first message (perhaps a few words and a
-// Stop button) but not yet answered. The restart reruns the turn (its
-// answer is in the transcript already) and sends the final message with the
-// key of the streamed one — the same nonce — so the thread ends with that
-// one message, showing the whole answer, not an orphaned copy beside it.
+// Stop button) but not yet answered. The restart reruns the turn, whose
+// sends (streamed again, or the stored answer at once) carry the key of
+// the streamed message — the same nonce — so the thread ends with that one
+// message, showing the whole answer, not an orphaned copy beside it.
 func TestDiscordStreamKilledInsideItsFirstSend(t *testing.T) {
 	e, dc := discordEnv(t, true, fakemodel.Step{Text: "An answer interrupted by a crash."})
 	hold := dc.HoldCreate(func(m dt.Message) bool { return m.ChannelID != dt.TextChannelID })
@@ -456,6 +456,9 @@ func TestDiscordStreamKilledInsideItsFirstSend(t *testing.T) {
 		t.Fatalf("the streamed message %s was sent without a nonce", streamed.ID)
 	}
 	p.kill()
+	// Killed before the answer was stored, the rerun asks the model again
+	// (and streams again); killed after, it sends the stored answer.
+	e.model.Push(fakemodel.Step{Text: "An answer interrupted by a crash."})
 	e.startServe()
 	waitIdentified(t, dc, 2)
 	waitDC(t, dc, "the answer sent again with the streamed message's nonce", func() bool {
