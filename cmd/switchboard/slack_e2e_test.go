@@ -142,13 +142,14 @@ func noSlackSecrets(t *testing.T, procs ...*serveProc) {
 // same conversation; a tool ask becomes Block Kit buttons; a press by
 // someone who is not an approver gets an ephemeral refusal and nothing
 // runs; serve is SIGKILLed and restarted between the buttons and the
-// press; the requester's press then runs the tool, the ask is edited to
-// show the decision and the answer arrives.
+// press; the requester's press then runs the tool (whose environment holds
+// none of the Slack secrets), the ask is edited to show the decision and
+// the answer arrives, with a secret the model repeated redacted.
 func TestSlackEndToEnd(t *testing.T) {
 	hold := make(chan struct{})
 	e, sl := slackEnv(t, "socket",
 		fakemodel.Step{Text: "Hello from the agent, streamed in several pieces.", BlockMidStream: hold},
-		bashStep("call_sl", "touch pressed-in-slack"),
+		bashStep("call_sl", "env > seen-env.txt && touch pressed-in-slack"),
 	)
 	p := e.startServe()
 	waitSlack(t, sl, "the Socket Mode connection", sl.Connected)
@@ -203,7 +204,8 @@ func TestSlackEndToEnd(t *testing.T) {
 	// SIGKILL and restart between the buttons and the press.
 	waitOutboxIdle(t, e)
 	p.kill()
-	e.model.Push(fakemodel.Step{Text: "The file is there now."})
+	// A model that repeats a secret it learned: Slack must not show it.
+	e.model.Push(fakemodel.Step{Text: "The file is there now. The app token is " + slacktest.AppToken + "."})
 	p2 := e.startServe()
 	waitSlack(t, sl, "the reconnect", func() bool { return sl.Connections() >= 2 && sl.Connected() })
 	reply, err = sl.Press(pressCtx(t), slacktest.General, ask.TS, approve, slacktest.Ada)
@@ -213,6 +215,20 @@ func TestSlackEndToEnd(t *testing.T) {
 	waitBotSaid(t, sl, slacktest.General, root.TS, "The file is there now.")
 	if _, err := os.Stat(filepath.Join(e.workspace, "pressed-in-slack")); err != nil {
 		t.Fatal("the approved tool did not run")
+	}
+	seen, err := os.ReadFile(filepath.Join(e.workspace, "seen-env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{slacktest.BotToken, slacktest.AppToken, slacktest.SigningSecret} {
+		if strings.Contains(string(seen), secret) {
+			t.Errorf("the tool process saw a Slack secret in its environment")
+		}
+		for _, m := range sl.Messages(slacktest.General) {
+			if strings.Contains(m.Text+m.Shown(), secret) {
+				t.Errorf("a Slack message shows a Slack secret: %q", m.Shown())
+			}
+		}
 	}
 	waitSlack(t, sl, "the ask edited to show the decision", func() bool {
 		m, _ := sl.Message(slacktest.General, ask.TS)
