@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/slack"
 	"github.com/switchboard-gw/switchboard/channels/telegram"
 	"github.com/switchboard-gw/switchboard/channels/web"
 	"github.com/switchboard-gw/switchboard/config"
@@ -41,6 +44,12 @@ func channelTable() []channelRow {
 			}
 			return config.Chat{}, false
 		}, build: buildTelegram},
+		{name: slack.Name, chat: func(c *config.Config) (config.Chat, bool) {
+			if sc := c.Channels.Slack; sc != nil {
+				return sc.Chat, true
+			}
+			return config.Chat{}, false
+		}, build: buildSlack},
 	}
 }
 
@@ -80,6 +89,62 @@ func buildTelegram(a *app, cfg *config.Config) (builtChannel, error) {
 		return builtChannel{}, err
 	}
 	return builtChannel{adapter: tg, routes: map[string]http.Handler{"POST /telegram/webhook": tg.WebhookHandler()}}, nil
+}
+
+func buildSlack(a *app, cfg *config.Config) (builtChannel, error) {
+	sc := cfg.Channels.Slack
+	ad, err := slack.New(slack.Options{
+		Mode:            sc.Mode,
+		BotToken:        sc.BotToken,
+		AppToken:        sc.AppToken,
+		SigningSecret:   sc.SigningSecret,
+		APIURL:          sc.APIURL,
+		AllowedChannels: sc.AllowedChannels,
+		Threads:         a.recentLocations(slack.Name),
+		Logger:          a.log,
+	})
+	if err != nil {
+		return builtChannel{}, err
+	}
+	b := builtChannel{adapter: ad}
+	if sc.Mode == config.SlackHTTP {
+		// POST /slack/events, /slack/interactions, /slack/commands: the
+		// paths the manifest names.
+		b.routes = ad.Routes()
+	}
+	return b, nil
+}
+
+// Which bound locations an adapter catches up on after a fresh connect:
+// those whose conversation was active in the last week, the newest 100
+// (the adapter reads at most its catch-up window, an hour, of each). A
+// conversation last active hours ago can still have a reply posted in the
+// last hour, while serve was down: the window is the adapter's, not this.
+const (
+	catchUpActive    = 7 * 24 * time.Hour
+	catchUpLocations = 100
+)
+
+// recentLocations is the Locations hook of an adapter that catches up
+// after reconnecting: the channel's bound locations whose conversation was
+// active recently, most recent first.
+func (a *app) recentLocations(channel string) func(ctx context.Context) ([]channels.Location, error) {
+	return func(ctx context.Context) ([]channels.Location, error) {
+		bs, err := a.store.RecentBindings(ctx, channel, time.Now().Add(-catchUpActive), catchUpLocations)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]channels.Location, 0, len(bs))
+		for _, b := range bs {
+			loc, err := channels.ParseLocation(b.Location)
+			if err != nil {
+				a.log.Warn("binding with a bad location skipped", "location", b.Location, "err", err)
+				continue
+			}
+			out = append(out, loc)
+		}
+		return out, nil
+	}
 }
 
 // gatewayOptions turns a channel's common keys into its gateway rules.

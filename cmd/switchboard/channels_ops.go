@@ -40,6 +40,12 @@ func chatChannels() []chatChannel {
 			check:   checkTelegram,
 			init:    func() initChannel { return &telegramInit{} },
 		},
+		{
+			name:    "slack",
+			enabled: func(cfg *config.Config) bool { return cfg.Channels.Slack != nil },
+			check:   checkSlack,
+			init:    func() initChannel { return newSlackInit() },
+		},
 	}
 }
 
