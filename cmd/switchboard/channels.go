@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard/channels"
 	"github.com/switchboard-gw/switchboard/channels/discord"
+	"github.com/switchboard-gw/switchboard/channels/slack"
 	"github.com/switchboard-gw/switchboard/channels/telegram"
 	"github.com/switchboard-gw/switchboard/channels/web"
 	"github.com/switchboard-gw/switchboard/config"
@@ -44,6 +45,12 @@ func channelTable() []channelRow {
 			}
 			return config.Chat{}, false
 		}, build: buildTelegram},
+		{name: slack.Name, chat: func(c *config.Config) (config.Chat, bool) {
+			if sc := c.Channels.Slack; sc != nil {
+				return sc.Chat, true
+			}
+			return config.Chat{}, false
+		}, build: buildSlack},
 		{name: discord.Name, chat: func(c *config.Config) (config.Chat, bool) {
 			if d := c.Channels.Discord; d != nil {
 				return d.Chat, true
@@ -91,6 +98,30 @@ func buildTelegram(a *app, cfg *config.Config) (builtChannel, error) {
 	return builtChannel{adapter: tg, routes: map[string]http.Handler{"POST /telegram/webhook": tg.WebhookHandler()}}, nil
 }
 
+func buildSlack(a *app, cfg *config.Config) (builtChannel, error) {
+	sc := cfg.Channels.Slack
+	ad, err := slack.New(slack.Options{
+		Mode:            sc.Mode,
+		BotToken:        sc.BotToken,
+		AppToken:        sc.AppToken,
+		SigningSecret:   sc.SigningSecret,
+		APIURL:          sc.APIURL,
+		AllowedChannels: sc.AllowedChannels,
+		Threads:         a.recentLocations(slack.Name),
+		Logger:          a.log,
+	})
+	if err != nil {
+		return builtChannel{}, err
+	}
+	b := builtChannel{adapter: ad}
+	if sc.Mode == config.SlackHTTP {
+		// POST /slack/events, /slack/interactions, /slack/commands: the
+		// paths the manifest names.
+		b.routes = ad.Routes()
+	}
+	return b, nil
+}
+
 func buildDiscord(a *app, cfg *config.Config) (builtChannel, error) {
 	dc := cfg.Channels.Discord
 	ad, err := discord.New(discord.Options{
@@ -114,7 +145,9 @@ func buildDiscord(a *app, cfg *config.Config) (builtChannel, error) {
 
 // Which bound locations an adapter catches up on after a fresh connect:
 // those whose conversation was active in the last week, the newest 100
-// (the adapter reads at most its catch-up window, an hour, of each).
+// (the adapter reads at most its catch-up window, an hour, of each). A
+// conversation last active hours ago can still have a reply posted in the
+// last hour, while serve was down: the window is the adapter's, not this.
 const (
 	catchUpActive    = 7 * 24 * time.Hour
 	catchUpLocations = 100

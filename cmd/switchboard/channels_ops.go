@@ -41,6 +41,12 @@ func chatChannels() []chatChannel {
 			init:    func() initChannel { return &telegramInit{} },
 		},
 		{
+			name:    "slack",
+			enabled: func(cfg *config.Config) bool { return cfg.Channels.Slack != nil },
+			check:   checkSlack,
+			init:    func() initChannel { return newSlackInit() },
+		},
+		{
 			name:    "discord",
 			enabled: func(cfg *config.Config) bool { return cfg.Channels.Discord != nil },
 			check:   checkDiscord,
