@@ -108,6 +108,11 @@ type Options struct {
 	// Prune deletes finished work older than 7 days, at start and hourly
 	// (serve; short-lived hosts leave it to serve).
 	Prune bool
+	// AgentFor, when set, names the agent that works a conversation before
+	// Agents is asked (hosts that build an agent per session: each ACP
+	// session works in the editor's directory); nil from it falls back to
+	// Agents by the conversation's agent id.
+	AgentFor func(conversationID string) *agentcore.Agent
 }
 
 // Gateway routes chat events to agents and their replies back. It owns
@@ -143,6 +148,18 @@ func (e *env) adapter(loc channels.Location) (channels.Adapter, bool) {
 }
 
 func (e *env) channel(name string) ChannelOptions { return e.opts.Channels[name] }
+
+// agentOf is the agent that works a conversation of agentID: the host's
+// own for the conversation (Options.AgentFor), else the configured one.
+func (e *env) agentOf(conversationID, agentID string) (*agentcore.Agent, bool) {
+	if f := e.opts.AgentFor; f != nil && conversationID != "" {
+		if ag := f(conversationID); ag != nil && ag.ID() == agentID {
+			return ag, true
+		}
+	}
+	ag, ok := e.opts.Agents[agentID]
+	return ag, ok
+}
 
 // New returns a Gateway for the given adapters.
 func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {

@@ -31,7 +31,7 @@ func (p *processor) process(ctx context.Context, w *worker, it Item) (busy bool,
 		e.log.Error("dropping a queue item: "+why, "item", it.ID, "conversation", it.ConversationID, "err", err)
 		return false, e.opts.Store.Complete(ctx, it.ID)
 	}
-	ag, ok := e.opts.Agents[it.AgentID]
+	ag, ok := e.agentOf(it.ConversationID, it.AgentID)
 	if !ok {
 		return drop("its agent is not configured", fmt.Errorf("unknown agent %q", it.AgentID))
 	}

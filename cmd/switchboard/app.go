@@ -105,6 +105,9 @@ type agentOptions struct {
 	allowNoModel bool
 	// observeStep, when set, is told how long each model call took.
 	observeStep func(time.Duration)
+	// workspace, when set, replaces the agent's workspace (an ACP
+	// session works in the directory the person opened in the editor).
+	workspace string
 }
 
 // agent builds the named agent with its provider, memory, tools and
@@ -123,6 +126,9 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		if err := pc.Check(); err != nil {
 			return nil, err
 		}
+	}
+	if o.workspace != "" {
+		ac.Workspace = o.workspace
 	}
 	modeName := ac.PermissionMode
 	if o.permissionMode != "" {
