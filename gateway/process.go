@@ -111,6 +111,9 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	}
 	start := time.Now()
 	s := newStream(ctx, e, loc, it.ConversationID, "", inputID(it), replyTo, parked)
+	if s.ad != nil {
+		in.Client = clientAt(s.ad, loc)
+	}
 	stopTyping := keepTyping(turnCtx, s.ad, loc)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, s)
 	stopTyping()

@@ -185,7 +185,7 @@ func (a *Adapter) sessionAt(loc channels.Location) *session {
 
 // startSession registers a session made by the Host and starts its pump.
 // A session the process already had for the conversation is closed first.
-func (a *Adapter) startSession(spec SessionSpec, p peer, client ClientCaps) *session {
+func (a *Adapter) startSession(spec SessionSpec, p peer, client channels.ClientAbilities) *session {
 	h, _ := a.handler()
 	a.mu.Lock()
 	ctx := a.ctx
@@ -205,7 +205,7 @@ func (a *Adapter) startSession(spec SessionSpec, p peer, client ClientCaps) *ses
 }
 
 // newSession starts a new conversation (session/new).
-func (a *Adapter) newSession(ctx context.Context, req SessionRequest, mk func(SessionSpec) peer, client ClientCaps) (*session, error) {
+func (a *Adapter) newSession(ctx context.Context, req SessionRequest, mk func(SessionSpec) peer, client channels.ClientAbilities) (*session, error) {
 	if _, err := a.handler(); err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (a *Adapter) newSession(ctx context.Context, req SessionRequest, mk func(Se
 
 // openSession continues a conversation (session/load, session/resume);
 // with replay, its history is shown first, before live events.
-func (a *Adapter) openSession(ctx context.Context, req SessionRequest, mk func(SessionSpec) peer, client ClientCaps, replay bool) (*session, error) {
+func (a *Adapter) openSession(ctx context.Context, req SessionRequest, mk func(SessionSpec) peer, client channels.ClientAbilities, replay bool) (*session, error) {
 	h, err := a.handler()
 	if err != nil {
 		return nil, err
@@ -355,4 +355,48 @@ func (a *Adapter) commandTable() []channels.Command {
 		out = append(out, c)
 	}
 	return out
+}
+
+// ClientAbilities implements channels.ClientTools: what the editor of the
+// session at loc offers (from initialize).
+func (a *Adapter) ClientAbilities(loc channels.Location) channels.ClientAbilities {
+	if s := a.sessionAt(loc); s != nil {
+		return s.client
+	}
+	return channels.ClientAbilities{}
+}
+
+func (a *Adapter) clientOf(loc channels.Location, ok func(channels.ClientAbilities) bool) (*session, error) {
+	s := a.sessionAt(loc)
+	if s == nil || !ok(s.client) {
+		return nil, fmt.Errorf("no editor offers this at %s", loc)
+	}
+	return s, nil
+}
+
+// ReadTextFile implements channels.ClientTools (fs/read_text_file).
+func (a *Adapter) ReadTextFile(ctx context.Context, loc channels.Location, path string) (string, error) {
+	s, err := a.clientOf(loc, func(c channels.ClientAbilities) bool { return c.ReadFiles })
+	if err != nil {
+		return "", err
+	}
+	return s.peer.readFile(ctx, path)
+}
+
+// WriteTextFile implements channels.ClientTools (fs/write_text_file).
+func (a *Adapter) WriteTextFile(ctx context.Context, loc channels.Location, path, content string) error {
+	s, err := a.clientOf(loc, func(c channels.ClientAbilities) bool { return c.WriteFiles })
+	if err != nil {
+		return err
+	}
+	return s.peer.writeFile(ctx, path, content)
+}
+
+// RunCommand implements channels.ClientTools (terminal/*).
+func (a *Adapter) RunCommand(ctx context.Context, loc channels.Location, c channels.ClientCommand) (channels.ClientCommandResult, error) {
+	s, err := a.clientOf(loc, func(c channels.ClientAbilities) bool { return c.Terminal })
+	if err != nil {
+		return channels.ClientCommandResult{}, err
+	}
+	return s.peer.runCommand(ctx, c)
 }

@@ -29,17 +29,15 @@ type peer interface {
 	replay(ctx context.Context, it channels.HistoryItem)
 	// commands offers the slash commands.
 	commands(ctx context.Context, cmds []channels.Command)
+	// The client's own tools (channels.ClientTools), when it offers them.
+	readFile(ctx context.Context, path string) (string, error)
+	writeFile(ctx context.Context, path, content string) error
+	runCommand(ctx context.Context, c channels.ClientCommand) (channels.ClientCommandResult, error)
 }
 
 // kindNotice is a live-event kind of this package: a message from the
 // gateway outside a turn (a notice), shown as agent text.
 const kindNotice channels.LiveKind = "acp_notice"
-
-// ClientCaps is what the editor offers to do itself (initialize's client
-// capabilities).
-type ClientCaps struct {
-	ReadFiles, WriteFiles, Terminal bool
-}
 
 // permission modes a session offers (the gateway's /mode checks them).
 var modes = []struct{ id, name, desc string }{
@@ -74,7 +72,7 @@ type session struct {
 	h      channels.Handler
 	spec   SessionSpec
 	peer   peer
-	client ClientCaps
+	client channels.ClientAbilities
 
 	mu      sync.Mutex
 	queue   []item
@@ -89,7 +87,7 @@ type session struct {
 	prompting sync.Mutex // one prompt at a time
 }
 
-func newSession(a *Adapter, h channels.Handler, spec SessionSpec, p peer, client ClientCaps) *session {
+func newSession(a *Adapter, h channels.Handler, spec SessionSpec, p peer, client channels.ClientAbilities) *session {
 	return &session{a: a, h: h, spec: spec, peer: p, client: client, replies: map[string]chan string{},
 		wake: make(chan struct{}, 1), markc: make(chan struct{}, 1), quit: make(chan struct{})}
 }

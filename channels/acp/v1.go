@@ -9,7 +9,6 @@ package acp
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,10 +29,25 @@ import (
 // closed when the client disconnects.
 func serveV1(a *Adapter, out io.Writer, in io.Reader) <-chan struct{} {
 	v := &agentV1{a: a}
-	conn := sdk.NewAgentSideConnection(v, out, in)
+	gate := &gatedReader{r: in, open: make(chan struct{})}
+	conn := sdk.NewAgentSideConnection(v, out, gate)
 	conn.SetLogger(a.log)
 	v.conn.Store(conn)
+	close(gate.open)
 	return conn.Done()
+}
+
+// gatedReader holds the SDK's reader until the connection is set up: its
+// SetLogger is not synchronized with the reading goroutine
+// NewAgentSideConnection starts, so nothing may be read before it.
+type gatedReader struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // agentV1 implements sdk.Agent and sdk.AgentLoader.
@@ -42,7 +56,7 @@ type agentV1 struct {
 	conn atomic.Pointer[sdk.AgentSideConnection]
 
 	mu   sync.Mutex
-	caps ClientCaps
+	caps channels.ClientAbilities
 }
 
 var _ interface {
@@ -59,7 +73,7 @@ func errV1(err error) error {
 	return &sdk.RequestError{Code: -32603, Message: err.Error()}
 }
 
-func (v *agentV1) clientCaps() ClientCaps {
+func (v *agentV1) clientCaps() channels.ClientAbilities {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.caps
@@ -71,7 +85,7 @@ func (v *agentV1) clientCaps() ClientCaps {
 func (v *agentV1) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
 	cc := p.ClientCapabilities
 	v.mu.Lock()
-	v.caps = ClientCaps{ReadFiles: cc.Fs.ReadTextFile, WriteFiles: cc.Fs.WriteTextFile, Terminal: cc.Terminal}
+	v.caps = channels.ClientAbilities{ReadFiles: cc.Fs.ReadTextFile, WriteFiles: cc.Fs.WriteTextFile, Terminal: cc.Terminal}
 	v.mu.Unlock()
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersion(sdk.ProtocolVersionNumber),
@@ -341,35 +355,6 @@ func promptV1(blocks []sdk.ContentBlock) (string, []channels.Attachment) {
 	return strings.Join(parts, "\n\n"), atts
 }
 
-func decodeBase64(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-		return b, nil
-	}
-	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
-}
-
-func mimeOr(m, def string) string {
-	if m = strings.TrimSpace(m); m == "" {
-		return def
-	}
-	return m
-}
-
-func imageExt(mime string) string {
-	switch mime {
-	case "image/png":
-		return ".png"
-	case "image/jpeg":
-		return ".jpg"
-	case "image/gif":
-		return ".gif"
-	case "image/webp":
-		return ".webp"
-	}
-	return ""
-}
-
 // uriPath shows a file: URI as its path, other URIs as they are.
 func uriPath(uri string) string {
 	if u, err := url.Parse(uri); err == nil && u.Scheme == "file" && u.Path != "" {
@@ -423,22 +408,6 @@ func resourceText(uri, text string) string {
 	}
 	fence := fenceFor(text)
 	return fmt.Sprintf("Contents of %s:\n%s\n%s\n%s%s", uriPath(uri), fence, strings.TrimRight(text, "\n"), fence, note)
-}
-
-func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
-
-// fenceFor is a backtick fence longer than any backtick run in text.
-func fenceFor(text string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(text); i++ {
-		if text[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }
 
 // v1State is what a session's updates remember: tool calls already
@@ -573,13 +542,6 @@ func (st *v1State) tool(t channels.ToolActivity, raw any) []sdk.SessionUpdate {
 		Content: content, Locations: locs}}}
 }
 
-func titleOr(t, def string) string {
-	if strings.TrimSpace(t) == "" {
-		return def
-	}
-	return t
-}
-
 // pending marks the call an ask is about as waiting, with the diff it
 // would make and why the policy asks.
 func (st *v1State) pending(c channels.ApprovalCard) []sdk.SessionUpdate {
@@ -624,18 +586,6 @@ func diffV1(diff, ws string) []sdk.ToolCallContent {
 func (st *v1State) task(t channels.TaskActivity) []sdk.SessionUpdate {
 	return st.tool(channels.ToolActivity{ID: "task-" + t.ID, Title: "Task: " + titleOr(t.Description, t.Type), Kind: "think",
 		Status: taskStatus(t.Status), Output: t.Progress}, nil)
-}
-
-func taskStatus(s string) string {
-	switch s {
-	case "done":
-		return channels.StatusDone
-	case "failed", "cancelled":
-		return channels.StatusError
-	case "waiting":
-		return channels.StatusPending
-	}
-	return channels.StatusRunning
 }
 
 func planV1(p channels.Plan) sdk.SessionUpdate {
@@ -784,4 +734,88 @@ func (p *peerV1) commands(ctx context.Context, cmds []channels.Command) {
 		list = append(list, ac)
 	}
 	p.send(ctx, []sdk.SessionUpdate{{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: list}}})
+}
+
+func (p *peerV1) readFile(ctx context.Context, path string) (string, error) {
+	conn := p.v.conn.Load()
+	if conn == nil {
+		return "", errors.New("not connected")
+	}
+	res, err := conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: p.id, Path: path})
+	if err != nil {
+		return "", clientErrV1(err)
+	}
+	return res.Content, nil
+}
+
+func (p *peerV1) writeFile(ctx context.Context, path, content string) error {
+	conn := p.v.conn.Load()
+	if conn == nil {
+		return errors.New("not connected")
+	}
+	_, err := conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: p.id, Path: path, Content: content})
+	return clientErrV1(err)
+}
+
+// runCommand runs a shell command line in a client terminal: create, wait
+// for the exit (kill when ctx ends), read the output, release.
+func (p *peerV1) runCommand(ctx context.Context, c channels.ClientCommand) (channels.ClientCommandResult, error) {
+	conn := p.v.conn.Load()
+	if conn == nil {
+		return channels.ClientCommandResult{}, errors.New("not connected")
+	}
+	req := sdk.CreateTerminalRequest{SessionId: p.id, Command: "/bin/sh", Args: []string{"-c", c.Command}}
+	if c.Cwd != "" {
+		req.Cwd = sdk.Ptr(c.Cwd)
+	}
+	if c.OutputLimit > 0 {
+		req.OutputByteLimit = sdk.Ptr(c.OutputLimit)
+	}
+	term, err := conn.CreateTerminal(ctx, req)
+	if err != nil {
+		return channels.ClientCommandResult{}, clientErrV1(err)
+	}
+	bg := context.WithoutCancel(ctx)
+	defer func() {
+		_, _ = conn.ReleaseTerminal(bg, sdk.ReleaseTerminalRequest{SessionId: p.id, TerminalId: term.TerminalId})
+	}()
+	var res channels.ClientCommandResult
+	exit, werr := conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: p.id, TerminalId: term.TerminalId})
+	if werr != nil {
+		_, _ = conn.KillTerminal(bg, sdk.KillTerminalRequest{SessionId: p.id, TerminalId: term.TerminalId})
+		res.ExitCode = -1
+	} else {
+		if exit.ExitCode != nil {
+			res.ExitCode = *exit.ExitCode
+		}
+		if exit.Signal != nil {
+			res.Signal, res.ExitCode = *exit.Signal, -1
+		}
+	}
+	out, err := conn.TerminalOutput(bg, sdk.TerminalOutputRequest{SessionId: p.id, TerminalId: term.TerminalId})
+	if err == nil {
+		res.Output, res.Truncated = out.Output, out.Truncated
+	}
+	if werr != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, clientErrV1(werr)
+	}
+	return res, nil
+}
+
+// clientErrV1 is a client's JSON-RPC error as plain text.
+func clientErrV1(err error) error {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		msg := re.Message
+		if d, ok := re.Data.(map[string]any); ok {
+			if e, ok := d["error"].(string); ok && e != "" {
+				msg += ": " + e
+			}
+		}
+		return errors.New(msg)
+	}
+	return err
 }

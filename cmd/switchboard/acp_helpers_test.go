@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +56,10 @@ func (e *env) startACP(client *acpClient) *acpProc {
 	}()
 	p.tap = newWireTap(fromACP)
 	p.conn = sdk.NewClientSideConnection(client, toACP, p.tap)
+	// The SDK's SetLogger races with its reading goroutine unless nothing
+	// was read yet: the tap holds reads until it is done.
+	p.conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(p.tap.open)
 	e.t.Cleanup(p.close)
 	return p
 }
@@ -110,6 +116,9 @@ type acpClient struct {
 	asked   []sdk.RequestPermissionRequest
 	answer  func(ctx context.Context, r sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
 	files   map[string]string // fs/* when the test offers them
+
+	term      func(command string) (output string, exit int)
+	terminals []sdk.CreateTerminalRequest
 }
 
 func (c *acpClient) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
@@ -162,36 +171,58 @@ func (c *acpClient) WriteTextFile(ctx context.Context, r sdk.WriteTextFileReques
 	return sdk.WriteTextFileResponse{}, nil
 }
 
+// The client's terminal: term, when set, "runs" a command line and
+// returns its output and exit code.
 func (c *acpClient) CreateTerminal(ctx context.Context, r sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, errors.New("no terminal in this client")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.term == nil {
+		return sdk.CreateTerminalResponse{}, errors.New("no terminal in this client")
+	}
+	c.terminals = append(c.terminals, r)
+	return sdk.CreateTerminalResponse{TerminalId: fmt.Sprintf("term-%d", len(c.terminals))}, nil
 }
+
+func (c *acpClient) lastCommand() string {
+	r := c.terminals[len(c.terminals)-1]
+	return strings.Join(append([]string{r.Command}, r.Args...), " ")
+}
+
 func (c *acpClient) KillTerminal(ctx context.Context, r sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, errors.New("no terminal in this client")
+	return sdk.KillTerminalResponse{}, nil
 }
 func (c *acpClient) TerminalOutput(ctx context.Context, r sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, errors.New("no terminal in this client")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, _ := c.term(c.lastCommand())
+	return sdk.TerminalOutputResponse{Output: out}, nil
 }
 func (c *acpClient) ReleaseTerminal(ctx context.Context, r sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, errors.New("no terminal in this client")
+	return sdk.ReleaseTerminalResponse{}, nil
 }
 func (c *acpClient) WaitForTerminalExit(ctx context.Context, r sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, errors.New("no terminal in this client")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, code := c.term(c.lastCommand())
+	return sdk.WaitForTerminalExitResponse{ExitCode: sdk.Ptr(code)}, nil
 }
 
 // wireTap records every message the agent writes, in wire order (the
 // SDK's client handles requests concurrently with notifications, so only
 // the wire shows the order the agent produced).
 type wireTap struct {
-	r io.Reader
+	r    io.Reader
+	open chan struct{} // closed when the connection is set up
 
 	mu      sync.Mutex
 	partial []byte
 	msgs    []map[string]any
 }
 
-func newWireTap(r io.Reader) *wireTap { return &wireTap{r: r} }
+func newWireTap(r io.Reader) *wireTap { return &wireTap{r: r, open: make(chan struct{})} }
 
 func (w *wireTap) Read(p []byte) (int, error) {
+	<-w.open
 	n, err := w.r.Read(p)
 	w.mu.Lock()
 	w.partial = append(w.partial, p[:n]...)
@@ -237,19 +268,6 @@ func (w *wireTap) events() []string {
 		}
 	}
 	return out
-}
-
-// waitFor polls the wire until an event with the prefix appeared.
-func (w *wireTap) waitFor(t *testing.T, prefix string) {
-	t.Helper()
-	eventually(t, 30*time.Second, "the agent to send "+prefix, func() bool {
-		for _, e := range w.events() {
-			if strings.HasPrefix(e, prefix) {
-				return true
-			}
-		}
-		return false
-	})
 }
 
 func str(v any) string {

@@ -293,3 +293,86 @@ func TestACPLoadListAndMode(t *testing.T) {
 		t.Errorf("a new session starts in mode %s; the mode is durable", again.Modes.CurrentModeId)
 	}
 }
+
+// TestACPClientTools: with acp_client_tools = true and an editor that
+// offers fs and terminal, Read sees the editor's unsaved buffer, Write
+// goes to the editor (not the disk) and Bash runs in the editor's
+// terminal — each still under the permission policy (Write and Bash ask).
+// An agent confined with sandbox = "bwrap" never runs Bash in the editor.
+func TestACPClientTools(t *testing.T) {
+	readArgs, _ := json.Marshal(map[string]string{"file_path": "a.go"})
+	writeArgs, _ := json.Marshal(map[string]string{"file_path": "b.txt", "content": "from the agent"})
+	e := newEnv(t,
+		fakemodel.Step{ToolCalls: []fakemodel.ToolCall{{ID: "r1", Name: "Read", Arguments: string(readArgs)}}},
+		fakemodel.Step{ToolCalls: []fakemodel.ToolCall{{ID: "w1", Name: "Write", Arguments: string(writeArgs)}}},
+		bashStep("b1", "touch t1 && echo in-terminal"),
+		fakemodel.Step{Text: "all three done"},
+		bashStep("b2", "echo confined-run"),
+		fakemodel.Step{Text: "confined done"},
+	)
+	e.writeConfig(`[providers.default]
+base_url = "` + e.model.URL() + `"
+model = "test-model"
+
+[agents.main]
+acp_client_tools = true
+
+[agents.confined]
+acp_client_tools = true
+sandbox = "bwrap"
+`)
+	e.setACPEnv()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cwd := mkdir(t, "proj")
+	if err := os.WriteFile(filepath.Join(cwd, "a.go"), []byte("saved on disk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := &acpClient{files: map[string]string{filepath.Join(cwd, "a.go"): "package a // unsaved in the editor\n"},
+		term: func(cmd string) (string, int) { return "terminal ran: " + cmd + "\n", 0 }}
+	p := e.startACP(client)
+	p.initialize(ctx, sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true})
+	sess := p.newSession(ctx, cwd)
+	if res := p.prompt(ctx, sess.SessionId, "use the editor"); res.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stop = %s", res.StopReason)
+	}
+	reqs := e.model.Requests()
+	results := map[string]string{}
+	for _, m := range toolMessages(reqs[len(reqs)-1]) {
+		results[m.ToolCallID] = contentText(m)
+	}
+	if !strings.Contains(results["r1"], "unsaved in the editor") {
+		t.Errorf("Read did not see the editor's buffer: %q", results["r1"])
+	}
+	if client.files[filepath.Join(cwd, "b.txt")] != "from the agent" {
+		t.Errorf("Write did not reach the editor: %v", client.files)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "b.txt")); err == nil {
+		t.Error("Write went to the disk too")
+	}
+	if !strings.Contains(results["b1"], "terminal ran: /bin/sh -c touch t1 && echo in-terminal") {
+		t.Errorf("Bash did not run in the editor's terminal: %q", results["b1"])
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "t1")); err == nil {
+		t.Error("Bash ran here too")
+	}
+	if n := len(client.asked); n != 2 {
+		t.Errorf("asked %d times, want 2 (Write and Bash; Read inside the workspace is allowed)", n)
+	}
+
+	confined, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}, Meta: map[string]any{"agent": "confined"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(client.terminals)
+	p.prompt(ctx, confined.SessionId, "run confined")
+	if len(client.terminals) != before {
+		t.Errorf("the bwrap agent's Bash ran in the editor's terminal: %+v", client.terminals[before:])
+	}
+	reqs = e.model.Requests()
+	for _, m := range toolMessages(reqs[len(reqs)-1]) {
+		if m.ToolCallID == "b2" && strings.Contains(contentText(m), "terminal ran") {
+			t.Errorf("b2 result came from the editor: %q", contentText(m))
+		}
+	}
+}

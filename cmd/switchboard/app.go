@@ -201,6 +201,11 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		Writable:    []string{ac.Workspace, memDir},
 		Hidden:      []string{a.cfg.Home},
 		Recall:      a.store,
+		// acp_client_tools: an ACP editor that offers fs/terminal does the
+		// file work and runs commands; never Bash of a confined agent (the
+		// editor's terminal is not confined).
+		ClientRoute: agentcore.ClientRoute{Files: ac.ACPClientTools,
+			Shell: ac.ACPClientTools && sandbox.Confinement(ac.Sandbox) != sandbox.ConfineBwrap},
 	}
 	return agentcore.New(agentcore.Config{
 		ID:              name,
