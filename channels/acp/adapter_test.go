@@ -392,3 +392,37 @@ func TestLoadUnknownAndClose(t *testing.T) {
 		t.Errorf("closed = %v", r.host.closed)
 	}
 }
+
+// session/cancel while the editor shows a permission request: the client
+// answers it cancelled, nothing is decided, the prompt answers cancelled
+// (the ask stays pending for another place or the next message).
+func TestCancelWhileAsking(t *testing.T) {
+	asked := make(chan struct{})
+	client := &testClient{perm: func(ctx context.Context, r sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+		close(asked)
+		<-ctx.Done()
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
+	}}
+	r := newRig(t, client)
+	r.g.onMessage = func(in channels.Inbound) {
+		r.g.turn(in.Location, channels.LiveEvent{Kind: channels.LiveTurnStart}, channels.LiveEvent{Kind: channels.LiveTool, Tool: running},
+			channels.LiveEvent{Kind: channels.LiveApproval, Approval: card}, channels.LiveEvent{Kind: channels.LiveTurnEnd, StopReason: "requires_approval"})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resc := make(chan sdk.PromptResponse, 1)
+	go func() {
+		res, _ := r.prompt(ctx, "run x")
+		resc <- res
+	}()
+	<-asked
+	if err := r.conn.Cancel(ctx, sdk.CancelNotification{SessionId: r.sess}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-resc; res.StopReason != sdk.StopReasonCancelled {
+		t.Fatalf("stop = %s", res.StopReason)
+	}
+	if len(r.g.decisions) != 0 {
+		t.Errorf("decided: %+v", r.g.decisions)
+	}
+}

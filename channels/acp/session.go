@@ -396,11 +396,15 @@ func (s *session) promptCommand(ctx context.Context, text string) (promptResult,
 // offerCommands offers the slash commands once, at the session's first
 // prompt (after the client knows the session).
 func (s *session) offerCommands(ctx context.Context) {
+	cmds := s.a.commandTable()
+	if len(cmds) == 0 {
+		return // not registered yet: offered at a later prompt
+	}
 	s.mu.Lock()
 	offered := s.offered
 	s.offered = true
 	s.mu.Unlock()
-	if cmds := s.a.commandTable(); !offered && len(cmds) > 0 {
+	if !offered {
 		s.peer.commands(ctx, cmds)
 	}
 }

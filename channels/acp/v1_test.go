@@ -99,6 +99,19 @@ func TestUpdatesOfATurn(t *testing.T) {
 	}
 }
 
+func TestTaskUpdates(t *testing.T) {
+	st := newV1State("/ws")
+	us := st.updates(channels.LiveEvent{Kind: channels.LiveTask, Task: &channels.TaskActivity{ID: "t1", Description: "explore the repo", Status: "running"}})
+	us = append(us, st.updates(channels.LiveEvent{Kind: channels.LiveTask, Task: &channels.TaskActivity{ID: "t1", Status: "done", Progress: "found it"}})...)
+	got := wire(t, us)
+	if got[0]["sessionUpdate"] != "tool_call" || got[0]["toolCallId"] != "task-t1" || got[0]["kind"] != "think" || got[0]["title"] != "Task: explore the repo" {
+		t.Errorf("task start = %v", got[0])
+	}
+	if got[1]["sessionUpdate"] != "tool_call_update" || got[1]["status"] != "completed" {
+		t.Errorf("task end = %v", got[1])
+	}
+}
+
 func TestToolStatusAndKind(t *testing.T) {
 	for _, c := range []struct {
 		t    channels.ToolActivity

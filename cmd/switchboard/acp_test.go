@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -374,5 +376,49 @@ sandbox = "bwrap"
 		if m.ToolCallID == "b2" && strings.Contains(contentText(m), "terminal ran") {
 			t.Errorf("b2 result came from the editor: %q", contentText(m))
 		}
+	}
+}
+
+// TestACPImagesAndResources: with vision = true an image block reaches the
+// model as an image; a resource link and an embedded resource reach it as
+// text; initialize says images are accepted. Without vision the model
+// hears only that an image was sent.
+func TestACPImagesAndResources(t *testing.T) {
+	for _, vision := range []bool{true, false} {
+		t.Run(map[bool]string{true: "vision", false: "no vision"}[vision], func(t *testing.T) {
+			e := newEnv(t, fakemodel.Step{Text: "seen"})
+			e.writeConfig(fmt.Sprintf("[providers.default]\nbase_url = %q\nmodel = \"test-model\"\nvision = %v\n", e.model.URL(), vision))
+			e.setACPEnv()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			p := e.startACP(&acpClient{})
+			init := p.initialize(ctx, sdk.ClientCapabilities{})
+			if init.AgentCapabilities.PromptCapabilities.Image != vision || !init.AgentCapabilities.PromptCapabilities.EmbeddedContext {
+				t.Errorf("prompt capabilities = %+v", init.AgentCapabilities.PromptCapabilities)
+			}
+			sess := p.newSession(ctx, mkdir(t, "ws"))
+			png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n-pixels-"))
+			res, err := p.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sess.SessionId, Prompt: []sdk.ContentBlock{
+				sdk.TextBlock("what is in it?"),
+				sdk.ImageBlock(png, "image/png"),
+				sdk.ResourceLinkBlock("notes.md", "file:///home/me/notes.md"),
+				sdk.ResourceBlock(sdk.EmbeddedResourceResource{TextResourceContents: &sdk.TextResourceContents{Uri: "file:///home/me/a.go", Text: "package a"}}),
+			}})
+			if err != nil || res.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("prompt: %v %v", res, err)
+			}
+			raw := string(e.model.Requests()[0].Raw)
+			for _, want := range []string{"what is in it?", "the file /home/me/notes.md", "Contents of /home/me/a.go", "package a"} {
+				if !strings.Contains(raw, want) {
+					t.Errorf("the model's request lacks %q", want)
+				}
+			}
+			if got := strings.Contains(raw, "data:image/png;base64,"+png); got != vision {
+				t.Errorf("image in the request = %v, want %v", got, vision)
+			}
+			if !vision && !strings.Contains(raw, "does not accept images") {
+				t.Error("without vision the model is not told an image was sent")
+			}
+		})
 	}
 }
