@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,12 +44,15 @@ func (e *env) startJSClient(args ...string) *jsClient {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	sdkDir := os.Getenv("SWITCHBOARD_ACP_SDK_DIR")
-	if err == nil && sdkDir != "" {
+	if err == nil && sdkDir == "" {
+		err = errors.New("SWITCHBOARD_ACP_SDK_DIR is not set")
+	}
+	if err == nil {
 		if _, serr := os.Stat(filepath.Join(sdkDir, "node_modules", "@agentclientprotocol", "sdk", "package.json")); serr != nil {
 			err = serr
 		}
 	}
-	if err != nil || sdkDir == "" {
+	if err != nil {
 		why := "node and @agentclientprotocol/sdk are needed (install with npm and set SWITCHBOARD_ACP_SDK_DIR; .ci/run does)"
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s: %v", why, err)
