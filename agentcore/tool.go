@@ -65,6 +65,12 @@ type ToolEnv struct {
 	Writable []string // writable dirs inside the sandbox
 	Hidden   []string // hidden dirs inside the sandbox
 	Recall   Recaller
+	// ClientRoute is which tools the agent lets a turn's client run (set
+	// by cmd from acp_client_tools); Client is the turn's client
+	// (Input.Client), nil when there is none. Tools ask FileClient and
+	// ShellClient.
+	ClientRoute ClientRoute
+	Client      Client
 }
 
 // Tool is one capability the model can call. Implementations are safe for

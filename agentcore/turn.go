@@ -51,6 +51,9 @@ type Input struct {
 	// opaque here); approvals record it so a decision resumes the turn
 	// there.
 	Location string
+	// Client, when set, is the host's client that can do tool work itself
+	// (an ACP editor); the agent's ClientRoute says which tools use it.
+	Client Client
 }
 
 // TurnResult is how a turn ended.
@@ -91,6 +94,7 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 		id:   "turn-" + randomID(8),
 		em:   newEmitter(sink, a.deps.Env.Redactor.Redact, a.cfg.ID, conv.ID),
 	}
+	t.a.deps.Env.Client = in.Client
 	res, err := t.run(ctx)
 	res.AgentID = a.cfg.ID
 	res.ConversationID = conv.ID

@@ -272,7 +272,7 @@ func cmdCompact(ctx context.Context, c *cmdCtx) string {
 	if !c.bound {
 		return "There is no conversation here yet."
 	}
-	ag, ok := c.env.opts.Agents[c.binding.AgentID]
+	ag, ok := c.env.agentOf(c.binding.ConversationID, c.binding.AgentID)
 	if !ok {
 		return "The agent of this conversation is not running."
 	}
@@ -309,11 +309,10 @@ func cmdPair(ctx context.Context, c *cmdCtx) string {
 
 // agentAt is the agent of a location: its binding's, else the channel's.
 func (c *cmdCtx) agentAt() (*agentcore.Agent, bool) {
-	id := c.env.channel(c.loc.Channel).Agent
 	if c.bound {
-		id = c.binding.AgentID
+		return c.env.agentOf(c.binding.ConversationID, c.binding.AgentID)
 	}
-	ag, ok := c.env.opts.Agents[id]
+	ag, ok := c.env.opts.Agents[c.env.channel(c.loc.Channel).Agent]
 	return ag, ok
 }
 

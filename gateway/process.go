@@ -31,7 +31,7 @@ func (p *processor) process(ctx context.Context, w *worker, it Item) (busy bool,
 		e.log.Error("dropping a queue item: "+why, "item", it.ID, "conversation", it.ConversationID, "err", err)
 		return false, e.opts.Store.Complete(ctx, it.ID)
 	}
-	ag, ok := e.opts.Agents[it.AgentID]
+	ag, ok := e.agentOf(it.ConversationID, it.AgentID)
 	if !ok {
 		return drop("its agent is not configured", fmt.Errorf("unknown agent %q", it.AgentID))
 	}
@@ -111,6 +111,9 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	}
 	start := time.Now()
 	s := newStream(ctx, e, loc, it.ConversationID, "", inputID(it), replyTo, parked)
+	if s.ad != nil {
+		in.Client = clientAt(s.ad, loc)
+	}
 	stopTyping := keepTyping(turnCtx, s.ad, loc)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, s)
 	stopTyping()

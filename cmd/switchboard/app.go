@@ -104,6 +104,9 @@ type agentOptions struct {
 	allowNoModel bool
 	// observeStep, when set, is told how long each model call took.
 	observeStep func(time.Duration)
+	// workspace, when set, replaces the agent's workspace (an ACP
+	// session works in the directory the person opened in the editor).
+	workspace string
 }
 
 // agent builds the named agent with its provider, memory, tools and
@@ -122,6 +125,9 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		if err := pc.Check(); err != nil {
 			return nil, err
 		}
+	}
+	if o.workspace != "" {
+		ac.Workspace = o.workspace
 	}
 	modeName := ac.PermissionMode
 	if o.permissionMode != "" {
@@ -194,6 +200,11 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		Writable:    []string{ac.Workspace, memDir},
 		Hidden:      []string{a.cfg.Home},
 		Recall:      a.store,
+		// acp_client_tools: an ACP editor that offers fs/terminal does the
+		// file work and runs commands; never Bash of a confined agent (the
+		// editor's terminal is not confined).
+		ClientRoute: agentcore.ClientRoute{Files: ac.ACPClientTools,
+			Shell: ac.ACPClientTools && sandbox.Confinement(ac.Sandbox) != sandbox.ConfineBwrap},
 	}
 	return agentcore.New(agentcore.Config{
 		ID:              name,

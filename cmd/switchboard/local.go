@@ -127,13 +127,79 @@ func (s *localSession) claim(ctx context.Context, it gateway.Item) bool {
 	return true
 }
 
+// localWork says which conversations and queue items a local host
+// process works: one session's (run, chat) or several (acp).
+type localWork interface {
+	works(conv string) bool
+	claim(ctx context.Context, it gateway.Item) bool
+}
+
+// localSessions are the sessions of a process that has several (acp, one
+// per editor session): it works all their conversations.
+type localSessions struct {
+	mu     sync.Mutex
+	byConv map[string]*localSession
+}
+
+func newLocalSessions() *localSessions { return &localSessions{byConv: map[string]*localSession{}} }
+
+// add starts working s's conversation; a session of the same
+// conversation it replaces is returned for the caller to close.
+func (l *localSessions) add(s *localSession) *localSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.byConv[s.conv]
+	l.byConv[s.conv] = s
+	return old
+}
+
+// remove stops working a conversation and returns its session.
+func (l *localSessions) remove(conv string) *localSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.byConv[conv]
+	delete(l.byConv, conv)
+	return s
+}
+
+// all returns every session.
+func (l *localSessions) all() []*localSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*localSession
+	for _, s := range l.byConv {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (l *localSessions) works(conv string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.byConv[conv]
+	return ok
+}
+
+func (l *localSessions) claim(ctx context.Context, it gateway.Item) bool {
+	l.mu.Lock()
+	s := l.byConv[it.ConversationID]
+	l.mu.Unlock()
+	return s != nil && s.claim(ctx, it)
+}
+
 // localGateway builds the gateway of a local host: one agent, the local
-// channel (the person is an admin), this session's conversation only.
-func (a *app) localGateway(ag *agentcore.Agent, s *localSession, ad channels.Adapter, denyAsks string) (*gateway.Gateway, error) {
+// channel (the person is an admin), the conversations w works only.
+func (a *app) localGateway(ag *agentcore.Agent, w localWork, ad channels.Adapter, denyAsks string) (*gateway.Gateway, error) {
+	return gateway.New(a.localGatewayOptions(ag, w, denyAsks), ad)
+}
+
+// localGatewayOptions are localGateway's options, for hosts that add to
+// them.
+func (a *app) localGatewayOptions(ag *agentcore.Agent, w localWork, denyAsks string) gateway.Options {
 	me := localUser()
 	ac := a.cfg.Agents[ag.ID()]
 	pc := a.cfg.Providers[ac.Provider]
-	return gateway.New(gateway.Options{
+	return gateway.Options{
 		Store:        a.store,
 		Agents:       map[string]*agentcore.Agent{ag.ID(): ag},
 		AgentStore:   a.store,
@@ -144,8 +210,8 @@ func (a *app) localGateway(ag *agentcore.Agent, s *localSession, ad channels.Ada
 		}},
 		ApprovalTimeout: a.cfg.Approvals.Timeout,
 		Logger:          a.log,
-		Conversations:   s.works,
-		Claim:           s.claim,
+		Conversations:   w.works,
+		Claim:           w.claim,
 		PollInterval:    200 * time.Millisecond,
-	}, ad)
+	}
 }
