@@ -27,6 +27,7 @@ type app struct {
 	registry *sandbox.Registry
 	runner   *sandbox.Runner
 	log      *slog.Logger
+	owner    string // this process in leases (leaseOwner)
 }
 
 // loadConfig locates and loads the configuration.
@@ -77,7 +78,9 @@ func openApp(ctx context.Context, s *streams) (*app, error) {
 		log.Info("killed tool process groups left by a crashed run", "groups", n)
 	}
 	runner := sandbox.NewRunner(sandbox.Options{Redactor: red, Registry: reg})
-	return &app{cfg: cfg, store: db, redactor: red, registry: reg, runner: runner, log: log}, nil
+	a := &app{cfg: cfg, store: db, redactor: red, registry: reg, runner: runner, log: log, owner: leaseOwner()}
+	a.dropDeadLeases(ctx)
+	return a, nil
 }
 
 func (a *app) Close() error { return a.store.Close() }
@@ -218,7 +221,9 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		Policy:          policy,
 		Approvers:       ac.Approvers,
 		ApprovalTimeout: a.cfg.Approvals.Timeout,
+		FixedMode:       o.permissionMode != "",
 	}, agentcore.Deps{
+		Owner:    a.owner,
 		Store:    a.store,
 		Provider: provider,
 		Tools:    agentcore.NewTools(tools.Default()...),

@@ -64,7 +64,7 @@ func (a *app) newLocalSession(ctx context.Context, host, agentID, convID string)
 		conv:     convID,
 		leases:   a.store,
 		bindings: a.store,
-		owner:    fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:6]),
+		owner:    a.owner,
 		leaseTTL: 10 * time.Second,
 	}
 	if err := a.store.Bind(ctx, gateway.Binding{Location: s.loc.String(), AgentID: agentID, ConversationID: convID}); err != nil {
