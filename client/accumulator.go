@@ -29,6 +29,7 @@ type Entry struct {
 	// Streaming: the slice is still arriving; it is not (yet) known to be
 	// stored.
 	Streaming bool
+	turn      *Turn // the turn a streaming slice belongs to
 }
 
 // ToolCall is a tool call and, once it ran, its result.
@@ -205,7 +206,7 @@ func (a *Accumulator) Apply(ev Event) bool {
 		key := sliceOf(kind, ev.OTID, ev.UUID)
 		e := a.slices[key]
 		if e == nil {
-			e = &Entry{Kind: kind, UUID: ev.UUID, OTID: ev.OTID, Streaming: true}
+			e = &Entry{Kind: kind, UUID: ev.UUID, OTID: ev.OTID, Streaming: true, turn: a.open}
 			a.insert(e, len(a.entries))
 		}
 		if e.Streaming {
@@ -268,9 +269,9 @@ func (a *Accumulator) stored(uuid string) {
 	a.lastStored = uuid
 }
 
-// endTurn closes the open turn. Slices that never completed are not
-// stored (the step failed, or was cut off): they are dropped, and a
-// backfill brings back whatever was stored after all.
+// endTurn closes the open turn. Slices that never completed may not be
+// stored (the step failed, or its events were lost with its process): a
+// backfill rebases them onto what was stored and drops the rest.
 func (a *Accumulator) endTurn(ev Event) {
 	t := a.open
 	if t == nil {
@@ -283,36 +284,30 @@ func (a *Accumulator) endTurn(ev Event) {
 		}
 	}
 	a.open = nil
-	if a.dropStreaming() || ev.StopReason == StopRestarted {
+	if ev.StopReason == StopRestarted || slices.ContainsFunc(a.entries, func(e *Entry) bool { return e.Streaming }) {
 		a.needBackfill = true
 	}
 }
 
-// dropStreaming removes the slices still streaming and reports whether
-// there were any.
-func (a *Accumulator) dropStreaming() bool {
-	n := len(a.entries)
+// dropStale removes the slices still streaming for a turn that is not
+// running any more: they were never stored.
+func (a *Accumulator) dropStale() {
 	a.entries = slices.DeleteFunc(a.entries, func(e *Entry) bool {
-		if !e.Streaming {
+		if !e.Streaming || (e.turn != nil && e.turn == a.open && e.turn.Running) {
 			return false
 		}
 		delete(a.slices, sliceOf(e.Kind, e.OTID, e.UUID))
 		return true
 	})
-	return len(a.entries) != n
 }
 
-// Reset forgets the in-progress state after the stream was reset (the
-// server no longer retains where it would resume): streaming slices are
-// dropped and replay thresholds cleared, since the stream restarts at a
-// history's StreamCursor and replays the running turn from its start.
-// Stored rows stay; Backfill the history next.
-func (a *Accumulator) Reset() {
-	a.dropStreaming()
-	a.seen = map[string]int64{}
-	a.open = nil
-	a.needBackfill = true
-}
+// Reset notes that the stream was reset (the server no longer retains the
+// event it would resume after): Backfill the history next and restart the
+// stream at its StreamCursor. The stream then replays the running turn
+// from its start; the replay thresholds stay, so what was applied is
+// dropped and what was missed is applied, onto slices the backfill
+// rebased.
+func (a *Accumulator) Reset() { a.needBackfill = true }
 
 // insert puts e at index i and indexes it.
 func (a *Accumulator) insert(e *Entry, i int) {
@@ -396,9 +391,11 @@ func parsesAsObject(s string) bool {
 // history (after LastStored, oldest first): a row the transcript has (the
 // same user uuid, the same (type, otid) slice, the same toolCallId) takes
 // the stored content in place — an in-progress slice becomes the stored
-// row instead of a second copy — and a row it lacks is inserted after the
-// rows before it. Call it between turns (never while one streams), after
-// a reset, or when NeedsBackfill says so.
+// row, so later fragments cannot append to a stale copy — and a row it
+// lacks is inserted after the rows before it. Slices of turns that are
+// over and were not stored are dropped. Call it before following the
+// stream, after a turn ended (NeedsBackfill) or after a reset — never
+// merge history into a turn that streams without one of those.
 func (a *Accumulator) Backfill(msgs []Message) {
 	pos := len(a.entries)
 	if a.lastStored != "" {
@@ -470,6 +467,7 @@ func (a *Accumulator) Backfill(msgs []Message) {
 		}
 		a.lastStored = m.UUID
 	}
+	a.dropStale()
 	a.needBackfill = false
 }
 

@@ -76,21 +76,20 @@ func (r *sseReader) line() (string, error) {
 func (r *sseReader) next() (sseEvent, error) {
 	var ev sseEvent
 	var data strings.Builder
-	hasData := false
 	for {
 		line, err := r.line()
 		if err != nil {
 			return sseEvent{}, err
 		}
 		if line == "" {
-			if hasData || ev.hasID || ev.retry > 0 {
-				ev.data = strings.TrimSuffix(data.String(), "\n")
-				if !hasData {
-					ev.data = ""
-				}
+			// An event whose data is empty carries nothing (the stream's
+			// events are JSON); its id and retry still count.
+			ev.data = strings.TrimSuffix(data.String(), "\n")
+			if ev.data != "" || ev.hasID || ev.retry > 0 {
 				return ev, nil
 			}
 			ev = sseEvent{}
+			data.Reset()
 			continue
 		}
 		if line[0] == ':' {
@@ -106,7 +105,6 @@ func (r *sseReader) next() (sseEvent, error) {
 		case "data":
 			data.WriteString(value)
 			data.WriteByte('\n')
-			hasData = true
 			if data.Len() > r.maxLine {
 				return sseEvent{}, errLineTooLong
 			}
