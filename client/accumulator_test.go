@@ -292,7 +292,7 @@ func TestAccumulatorBackfillRebases(t *testing.T) {
 		run := seq(
 			Event{Type: EventTurnStart, RunID: "turn-1", InputID: "in-1", User: &EventUser{UUID: "in-1", Text: "q1"}},
 			Event{Type: EventReasoningDelta, UUID: "m1", OTID: "m1", Text: "bec"},
-			Event{Type: EventAssistantDelta, UUID: "m1", OTID: "m1", Text: "a"}, // seen
+			Event{Type: EventAssistantDelta, UUID: "m1", OTID: "m1", Text: "a"},    // seen
 			Event{Type: EventReasoningDelta, UUID: "m1", OTID: "m1", Text: "ause"}, // missed
 			Event{Type: EventAssistantDelta, UUID: "m1", OTID: "m1", Text: "1"},    // missed
 			Event{Type: EventAssistantMessage, UUID: "m1", OTID: "m1", Text: "a1"}, // missed
