@@ -72,6 +72,9 @@ type Adapter struct {
 	started bool
 	done    chan struct{}     // closed when Start returns: every stream ends
 	turns   map[string]string // conversation → run id of the turn running here
+	// pending holds the turn_start of a turn that has not emitted an
+	// event yet (see turnStart).
+	pending map[string]channels.LiveEvent
 }
 
 // tokenDigest is a token as the adapter keeps it: the secret's digest, so
@@ -96,7 +99,8 @@ func New(opts Options) (*Adapter, error) {
 		return nil, errors.New("api: Options.Store is required")
 	}
 	a := &Adapter{store: opts.Store, retention: opts.Retention, maxBody: opts.MaxBody, keepAlive: opts.KeepAlive,
-		log: opts.Logger, now: opts.Now, hub: newHub(), done: make(chan struct{}), turns: map[string]string{}}
+		log: opts.Logger, now: opts.Now, hub: newHub(), done: make(chan struct{}),
+		turns: map[string]string{}, pending: map[string]channels.LiveEvent{}}
 	seen := map[string]bool{}
 	for _, t := range opts.Tokens {
 		if !validName(t.Name) {

@@ -259,8 +259,8 @@ func TestUserMessageBeforeTurnStart(t *testing.T) {
 		started := make(chan struct{})
 		wg.Go(func() {
 			h.live(conv, channels.LiveEvent{Kind: channels.LiveTurnStart, InputID: input, At: time.Now()})
-			close(started)
 			h.live(conv, channels.LiveEvent{Kind: channels.LiveTurnEnd, InputID: input, StopReason: "end_turn"})
+			close(started)
 		})
 		// Give the turn every chance to log first: without the ordering
 		// it does so within this bound; with it, it waits for the POST
@@ -528,12 +528,27 @@ func TestOpenTurnsAreClosed(t *testing.T) {
 	if end.StopReason != api.StopRestarted || evs[3].RunID != evs[0].RunID || evs[3].InputID != "in-1" {
 		t.Errorf("the closing turn_end: %+v %s", evs[3], evs[3].Data)
 	}
-	// A turn_start while a turn is open (it never ran here) closes it.
+	// A turn that did not run (another process held the conversation:
+	// no event came) leaves nothing; the one that runs is logged.
+	delta := func(run string) channels.LiveEvent {
+		return channels.LiveEvent{Kind: channels.LiveText, InputID: "in-2", RunID: run, SeqID: 1, Wire: wire("assistant_delta", run, 1, map[string]any{"uuid": run, "otid": run, "text": "x"})}
+	}
 	h2.live(conv, channels.LiveEvent{Kind: channels.LiveTurnStart, InputID: "in-2"})
 	h2.live(conv, channels.LiveEvent{Kind: channels.LiveTurnStart, InputID: "in-2"})
+	h2.live(conv, delta("run-2"))
+	// A turn_start while a turn is open closes it (its process stopped).
+	h2.live(conv, channels.LiveEvent{Kind: channels.LiveTurnStart, InputID: "in-3"})
+	h2.live(conv, delta("run-3"))
+	types = nil
+	for _, ev := range st.Events(conv)[4:] {
+		types = append(types, ev.Type)
+	}
+	if !slices.Equal(types, []string{"turn_start", "assistant_delta", "turn_end", "turn_start", "assistant_delta"}) {
+		t.Errorf("after the restart: %v", types)
+	}
 	evs = st.Events(conv)
-	if n := len(evs); n != 7 || evs[5].Type != "turn_end" || evs[5].RunID != evs[4].RunID {
-		t.Errorf("two turn_starts: %d events", n)
+	if evs[6].RunID != evs[4].RunID || evs[6].InputID != "in-2" {
+		t.Errorf("the turn_end closing in-2's turn: %+v", evs[6])
 	}
 }
 

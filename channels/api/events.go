@@ -217,9 +217,29 @@ func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
 	}
 }
 
-// turnStart opens a turn: it closes a turn of an earlier process that never
-// ended, then logs turn_start with the input's text when it was posted here.
+// turnStart notes that a turn begins. It is logged with the turn's first
+// event (or its end): a turn that does not run after all (another process
+// holds the conversation; the gateway tries again later) leaves nothing
+// in the log.
 func (a *Adapter) turnStart(ctx context.Context, conv string, ev channels.LiveEvent) error {
+	a.mu.Lock()
+	a.pending[conv] = ev
+	a.mu.Unlock()
+	return nil
+}
+
+// flushStart logs the pending turn_start of a conversation, if any: it
+// closes a turn of an earlier process that never ended, then logs
+// turn_start with the input's text when it was posted here. The
+// conversation's lock orders it after the input's user_message.
+func (a *Adapter) flushStart(ctx context.Context, conv string) error {
+	a.mu.Lock()
+	ev, ok := a.pending[conv]
+	delete(a.pending, conv)
+	a.mu.Unlock()
+	if !ok {
+		return nil
+	}
 	unlock := a.locks.lock(conv)
 	defer unlock()
 	if err := a.closeOpenTurn(ctx, conv, true); err != nil {
@@ -277,6 +297,9 @@ func (a *Adapter) closeOpenTurn(ctx context.Context, conv string, force bool) er
 
 // turnEnd closes the turn.
 func (a *Adapter) turnEnd(ctx context.Context, conv string, ev channels.LiveEvent) error {
+	if err := a.flushStart(ctx, conv); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	run := a.turns[conv]
 	delete(a.turns, conv)
@@ -305,6 +328,9 @@ func (a *Adapter) relay(ctx context.Context, conv string, ev channels.LiveEvent)
 	}
 	if err := json.Unmarshal(ev.Wire, &head); err != nil || !validType(head.Type) {
 		return fmt.Errorf("live event %s: wire form has no valid type", ev.Kind)
+	}
+	if err := a.flushStart(ctx, conv); err != nil {
+		return err
 	}
 	run := head.RunID
 	if run == "" {
