@@ -39,7 +39,7 @@ type Client struct {
 }
 
 // New returns a Client for the gateway at baseURL (e.g.
-// "http://127.0.0.1:8377") with a bearer token of its [channels.api].
+// "http://127.0.0.1:7700") with a bearer token of its [channels.api].
 func New(baseURL, token string, opts Options) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

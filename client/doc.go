@@ -7,7 +7,7 @@
 //
 // Quick start:
 //
-//	c, _ := client.New("http://127.0.0.1:8377", os.Getenv("SWITCHBOARD_API_TOKEN"), client.Options{})
+//	c, _ := client.New("http://127.0.0.1:7700", os.Getenv("SWITCHBOARD_API_TOKEN"), client.Options{})
 //	conv, _ := c.CreateConversation(ctx, client.NewConversation{Title: "triage"})
 //	f, _ := c.Follow(ctx, conv.ID, client.StreamOptions{})
 //	q, _ := c.Send(ctx, conv.ID, client.NewMessage{Text: "why did CI fail?"}, client.SendOptions{})

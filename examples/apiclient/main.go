@@ -3,7 +3,7 @@
 // the answer to stdout as it arrives, and approves every tool call the
 // agent asks about (or denies them, with -deny).
 //
-//	SWITCHBOARD_API_TOKEN=… go run ./examples/apiclient -url http://127.0.0.1:8377 "run the tests"
+//	SWITCHBOARD_API_TOKEN=… go run ./examples/apiclient -url http://127.0.0.1:7700 "run the tests"
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "http://127.0.0.1:8377", "the gateway's [http] address")
+	url := flag.String("url", "http://127.0.0.1:7700", "the gateway's [http] address")
 	conv := flag.String("conversation", "", "continue this conversation (default: start one)")
 	agent := flag.String("agent", "", "the agent of a new conversation (default: the channel's)")
 	deny := flag.Bool("deny", false, "deny the agent's asks instead of approving them")
