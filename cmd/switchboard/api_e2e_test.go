@@ -593,6 +593,16 @@ func TestAPIIdempotencyAndTokens(t *testing.T) {
 			t.Errorf("Authorization %q: %d %v; want 401", auth, status, m)
 		}
 	}
+	// The listener's Host check applies to the API too.
+	req, _ := http.NewRequestWithContext(ctx, "POST", p.url()+"/v1/conversations/"+conv.ID+"/messages", strings.NewReader(`{"text":"rebound"}`))
+	req.Host = "evil.example"
+	req.Header.Set("Authorization", "Bearer "+apiCIToken)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a foreign Host: %v %v; want 421", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	s1, m1 := post("Bearer "+apiCIToken, "retry-1")
 	s2, m2 := post("Bearer "+apiCIToken, "retry-1")
 	if s1 != http.StatusAccepted || s2 != http.StatusAccepted || m1["inputId"] == nil || m1["inputId"] != m2["inputId"] || m2["duplicate"] != true {
