@@ -63,3 +63,16 @@ func TestMessageSeq(t *testing.T) {
 		t.Errorf("MessageSeq in another conversation: %v, want ErrNotFound", err)
 	}
 }
+
+// BenchmarkAppendEvent measures the API's per-event write (every streamed
+// delta of an API conversation is one), one writer as a turn's stream is.
+func BenchmarkAppendEvent(b *testing.B) {
+	db := openTemp(b, "")
+	ctx := b.Context()
+	data := []byte(`{"type":"assistant_delta","uuid":"m1","otid":"m1","text":"a few words of an answer"}`)
+	for b.Loop() {
+		if _, err := db.AppendEvent(ctx, api.Event{ConversationID: "conv-b", RunID: "run-1", Type: "assistant_delta", Data: data}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
