@@ -153,7 +153,7 @@ func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, n
 	}
 	p := messagePayload{EventID: msg.EventID, MessageID: msg.MessageID, Text: strings.TrimSpace(msg.Text), Who: s.who,
 		UserID: msg.User.ID, Name: displayName(msg.User), Admin: s.admin}
-	enqueued, err := in.enqueue(ctx, b, ItemCommand, msg, p)
+	_, enqueued, err := in.enqueue(ctx, b, ItemCommand, msg, p)
 	if err != nil || !enqueued {
 		return err
 	}

@@ -47,6 +47,13 @@ type sender struct {
 }
 
 func (in *intake) inbound(ctx context.Context, channel string, msg channels.Inbound) error {
+	_, err := in.queue(ctx, channel, msg)
+	return err
+}
+
+// queue accepts an inbound (see inbound) and says which input it became.
+func (in *intake) queue(ctx context.Context, channel string, msg channels.Inbound) (channels.Queued, error) {
+	var none channels.Queued
 	e := in.env
 	e.metrics.Inbound.WithLabelValues(channel).Inc()
 	co := e.channel(channel)
@@ -54,38 +61,38 @@ func (in *intake) inbound(ctx context.Context, channel string, msg channels.Inbo
 	s := sender{channel: channel, who: channels.QualifiedID(channel, msg.User.ID), user: msg.User}
 	allowed, admin, err := in.authorize(ctx, channel, msg)
 	if err != nil {
-		return err
+		return none, err
 	}
 	s.admin = admin
 	if !allowed {
 		if msg.DirectMessage {
-			return in.startPairing(ctx, channel, msg)
+			return none, in.startPairing(ctx, channel, msg)
 		}
 		e.log.Debug("ignored message from unknown user in a group", "channel", channel, "user", s.who)
-		return nil
+		return none, nil
 	}
 	b, bound, err := in.binding(ctx, msg.Location)
 	if err != nil {
-		return err
+		return none, err
 	}
 	if !msg.DirectMessage && co.RequireMention && !msg.Mentioned && !msg.ReplyToBot && !(bound && msg.Location.ThreadID != "") {
-		return nil
+		return none, nil
 	}
 	text := strings.TrimSpace(msg.Text)
 	if cmd, args, ok := parseCommand(text); ok {
-		return in.command(ctx, s, msg, cmd, args)
+		return none, in.command(ctx, s, msg, cmd, args)
 	}
 	if text == "" && len(msg.Attachments) == 0 {
-		return nil
+		return none, nil
 	}
 	if !bound {
 		if b, err = in.bindFor(ctx, msg.Location, co); err != nil {
-			return err
+			return none, err
 		}
 	}
 	if e.opts.ModelProblem != "" {
 		in.outbox.post(ctx, msg.Location, channels.Message{Parts: []channels.Part{channels.Notice{Text: e.opts.ModelProblem}}})
-		return nil
+		return none, nil
 	}
 	p := messagePayload{EventID: msg.EventID, MessageID: msg.MessageID, Text: msg.Text, Who: s.who, UserID: msg.User.ID,
 		Name: displayName(msg.User), Origin: origin(channel, msg)}
@@ -94,30 +101,38 @@ func (in *intake) inbound(ctx context.Context, channel string, msg channels.Inbo
 			p.Attachments = append(p.Attachments, attachmentData{Name: a.Name, MIME: a.MIME, Data: a.Data})
 		}
 	}
-	enqueued, err := in.enqueue(ctx, b, ItemMessage, msg, p)
-	if err != nil || !enqueued {
-		return err
+	id, enqueued, err := in.enqueue(ctx, b, ItemMessage, msg, p)
+	if err != nil {
+		return none, err
+	}
+	q := channels.Queued{ConversationID: b.ConversationID, Duplicate: !enqueued}
+	if id != 0 {
+		q.InputID = inputID(Item{ConversationID: b.ConversationID, ID: id})
+	}
+	if !enqueued {
+		return q, nil
 	}
 	if in.workers.queueMode(ctx, msg.Location) == QueueInterrupt {
 		in.workers.cancel(b.ConversationID, errInterrupted)
 	}
 	in.workers.kick(b.ConversationID)
-	return nil
+	return q, nil
 }
 
 // enqueue writes an item (deduped on the platform's event id) and reports
-// whether it is new.
-func (in *intake) enqueue(ctx context.Context, b Binding, kind ItemKind, msg channels.Inbound, p messagePayload) (bool, error) {
+// its id and whether it is new (a duplicate's id is the first item's, when
+// the store knows it).
+func (in *intake) enqueue(ctx context.Context, b Binding, kind ItemKind, msg channels.Inbound, p messagePayload) (int64, bool, error) {
 	e := in.env
 	body, err := encodePayload(p)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	key := ""
 	if msg.EventID != "" {
 		key = msg.Location.Channel + ":" + msg.EventID
 	}
-	_, enqueued, err := e.opts.Store.Enqueue(ctx, Item{
+	id, enqueued, err := e.opts.Store.Enqueue(ctx, Item{
 		ConversationID: b.ConversationID,
 		AgentID:        b.AgentID,
 		Kind:           kind,
@@ -126,12 +141,12 @@ func (in *intake) enqueue(ctx context.Context, b Binding, kind ItemKind, msg cha
 		Created:        e.now().UTC(),
 	}, key, e.opts.DedupeTTL)
 	if err != nil {
-		return false, fmt.Errorf("queue %s: %w", kind, err)
+		return 0, false, fmt.Errorf("queue %s: %w", kind, err)
 	}
 	if !enqueued {
 		e.metrics.Duplicates.WithLabelValues(msg.Location.Channel).Inc()
 	}
-	return enqueued, nil
+	return id, enqueued, nil
 }
 
 // bindFor binds an unbound location: to the conversation its chat id names

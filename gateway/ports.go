@@ -67,8 +67,9 @@ type Queue interface {
 	// Enqueue stores an item. Dedupe keys are global (callers prefix them
 	// with the channel). When dedupeKey is not empty and was seen within
 	// its expiry, nothing is stored and enqueued is false: the
-	// platform retried an event it already delivered. The dedupe key and
-	// the item are written in one transaction.
+	// platform retried an event it already delivered; id is then the item
+	// stored under the key the first time (0 when the store does not know
+	// it). The dedupe key and the item are written in one transaction.
 	Enqueue(ctx context.Context, it Item, dedupeKey string, dedupeTTL time.Duration) (id int64, enqueued bool, err error)
 	// Peek returns the oldest unfinished item of a conversation, or
 	// ErrNotFound. When the item's channel is one of channels (nil: any),

@@ -100,7 +100,8 @@ const (
 )
 
 // Enqueue stores an item unless dedupeKey (when not empty) was seen within
-// its TTL; see gateway.Queue. The dedupe row and the item are written in one
+// its TTL; see gateway.Queue. For a key seen before, the returned id is the
+// item the key stored (0 for keys of ClaimDedupe). The dedupe row and the item are written in one
 // transaction, which also purges expired dedupe rows. A dedupeKey needs a
 // positive dedupeTTL. ConversationID and Kind are required; Created
 // defaults to now. The stored item starts with zero Attempts.
@@ -114,17 +115,33 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 	var id int64
 	var enqueued bool
 	err := db.write(ctx, func(tx *sql.Tx) error {
+		id, enqueued = 0, false // a retried batch runs this again
 		t := now()
 		if dedupeKey != "" {
 			fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
-			if err != nil || !fresh {
+			if err != nil {
 				return err
+			}
+			if !fresh {
+				// A retry: name the item the key stored the first time.
+				err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, dedupeKey).Scan(&id)
+				if err != nil {
+					return fmt.Errorf("read dedupe key %q: %w", dedupeKey, err)
+				}
+				return nil
 			}
 		}
 		var err error
-		id, err = db.insertItem(ctx, tx, it, t)
-		enqueued = err == nil
-		return err
+		if id, err = db.insertItem(ctx, tx, it, t); err != nil {
+			return err
+		}
+		if dedupeKey != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, dedupeKey); err != nil {
+				return fmt.Errorf("record dedupe key %q: %w", dedupeKey, err)
+			}
+		}
+		enqueued = true
+		return nil
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("enqueue to conversation %s: %w", it.ConversationID, err)

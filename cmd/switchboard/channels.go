@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/api"
 	"github.com/switchboard-gw/switchboard/channels/discord"
 	"github.com/switchboard-gw/switchboard/channels/slack"
 	"github.com/switchboard-gw/switchboard/channels/telegram"
@@ -57,6 +58,12 @@ func channelTable() []channelRow {
 			}
 			return config.Chat{}, false
 		}, build: buildDiscord},
+		{name: api.Name, chat: func(c *config.Config) (config.Chat, bool) {
+			if a := c.Channels.API; a != nil {
+				return config.Chat{Agent: a.Agent, QueueMode: a.QueueMode}, true
+			}
+			return config.Chat{}, false
+		}, build: buildAPI},
 	}
 }
 
@@ -173,6 +180,34 @@ func (a *app) recentLocations(channel string) func(ctx context.Context) ([]chann
 		}
 		return out, nil
 	}
+}
+
+// buildAPI builds the HTTP API: its tokens are its allowlist (each token
+// name is a user of the channel, the admin ones its admins), and a
+// conversation's id names its location.
+func buildAPI(a *app, cfg *config.Config) (builtChannel, error) {
+	ac := cfg.Channels.API
+	var tokens []api.Token
+	var names, admins []string
+	for _, t := range ac.Tokens {
+		tokens = append(tokens, api.Token{Name: t.Name, Secret: t.Token, Admin: t.Admin})
+		names = append(names, t.Name)
+		if t.Admin {
+			admins = append(admins, t.Name)
+		}
+	}
+	ad, err := api.New(api.Options{Tokens: tokens, Store: a.store, Logger: a.log})
+	if err != nil {
+		return builtChannel{}, err
+	}
+	return builtChannel{
+		adapter: ad,
+		routes:  map[string]http.Handler{"/v1/": ad.Handler()},
+		options: func(o *gateway.ChannelOptions) {
+			o.AllowUsers, o.Admins, o.BrowseByConversation = names, admins, true
+		},
+		banner: fmt.Sprintf("HTTP API at http://%%s/v1/ (%d token(s); spec at /v1/openapi.json)", len(tokens)),
+	}, nil
 }
 
 // gatewayOptions turns a channel's common keys into its gateway rules.

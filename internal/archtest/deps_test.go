@@ -63,6 +63,10 @@ func allowed(p, d string) (bool, string) {
 		return false, "the listener's guard is wired by cmd only"
 	}
 	switch {
+	case under(p, "client"):
+		return false, "the Go client is standalone: it imports no project package"
+	case under(p, "examples"):
+		return under(d, "client"), "examples use the Go client only"
 	case under(p, "memfs"), under(p, "sandbox"), under(p, "config"), under(p, "internal/httpguard"):
 		return false, "memfs, sandbox, config and internal/httpguard are leaves"
 	case p == "channels":
@@ -111,6 +115,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"gateway", "internal/httpguard"},
 		{"channels/web", "internal/httpguard"},
 		{"internal/httpguard", "config"},
+		{"client", "channels"},
+		{"client", "channels/api"},
+		{"examples/apiclient", "channels/api"},
+		{"channels/api", "gateway"},
 	}
 	for _, c := range bad {
 		if ok, _ := allowed(c[0], c[1]); ok {
@@ -127,6 +135,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"channels/telegram", "channels"},
 		{"channels/headless", "channels/headless/streamjson"},
 		{"cmd/switchboard", "internal/httpguard"},
+		{"examples/apiclient", "client"},
+		{"channels/api", "channels/api/apitest"},
+		{"store", "channels/api"},
 	}
 	for _, c := range good {
 		if ok, why := allowed(c[0], c[1]); !ok {
@@ -157,6 +168,10 @@ var thirdParty = map[string][]string{
 	"channels/acp":                   {"github.com/coder/acp-go-sdk"},
 	"agentcore/permission":           {"mvdan.cc/sh/v3", "github.com/bmatcuk/doublestar/v4"},
 	"internal/httpguard":             {},
+	"channels/api":                   {},
+	"channels/api/apitest":           {},
+	"client":                         {},
+	"examples/apiclient":             {},
 }
 
 // directImports returns each module package's direct non-test imports.
