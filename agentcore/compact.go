@@ -214,6 +214,7 @@ func (t *turn) compact(ctx context.Context, view []Message, mode compactMode) (C
 	if note != "" {
 		res.Note += "; " + note
 	}
+	t.em.newRun(t.id + "-compaction")
 	t.em.emit(Event{Type: EventCompaction, RunID: t.id + "-compaction", UUID: res.SummaryID, Text: res.Note})
 	return res, "", nil
 }

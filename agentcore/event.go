@@ -3,6 +3,7 @@ package agentcore
 import (
 	"encoding/json"
 	"sync"
+	"time"
 )
 
 // EventType names an event; the names are the stream-json contract
@@ -74,6 +75,13 @@ func (f SinkFunc) Emit(e Event) { f(e) }
 var Discard Sink = SinkFunc(func(Event) {})
 
 // emitter stamps events with identity and counts seqIds per run.
+//
+// A run's events may come from several turns: a resumed turn emits the
+// results of calls an earlier step (run) asked for. seqIds must still grow
+// within the run, across turns and processes, so that a replay cursor never
+// repeats: a run this turn started counts from 1; a run of an earlier turn
+// counts from the turn's start in microseconds, which is later than any
+// seqId an earlier turn gave it (its own count, or an earlier start).
 type emitter struct {
 	mu      sync.Mutex
 	sink    Sink
@@ -81,20 +89,34 @@ type emitter struct {
 	agentID string
 	convID  string
 	seq     map[string]int64
+	base    int64 // first seqId of an earlier turn's run
 }
 
 func newEmitter(sink Sink, redact func(string) string, agentID, convID string) *emitter {
 	if sink == nil {
 		sink = Discard
 	}
-	return &emitter{sink: sink, redact: redact, agentID: agentID, convID: convID, seq: map[string]int64{}}
+	return &emitter{sink: sink, redact: redact, agentID: agentID, convID: convID, seq: map[string]int64{}, base: time.Now().UnixMicro()}
+}
+
+// newRun registers a run this turn started: its seqIds count from 1.
+func (em *emitter) newRun(runID string) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	if _, ok := em.seq[runID]; !ok {
+		em.seq[runID] = 0
+	}
 }
 
 func (em *emitter) emit(e Event) {
 	em.mu.Lock()
 	defer em.mu.Unlock()
-	em.seq[e.RunID]++
-	e.SeqID = em.seq[e.RunID]
+	n, ok := em.seq[e.RunID]
+	if !ok {
+		n = em.base - 1
+	}
+	em.seq[e.RunID] = n + 1
+	e.SeqID = n + 1
 	e.AgentID = em.agentID
 	e.ConversationID = em.convID
 	if em.redact != nil {

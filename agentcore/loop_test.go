@@ -716,3 +716,34 @@ func TestResumeAfterResultsContinues(t *testing.T) {
 		})
 	}
 }
+
+// A run's seqIds grow across the turns that emit its events: the resumed
+// turn's tool_result for the asking step's run continues after the
+// approval_request the first turn emitted for it (a replay cursor never
+// repeats).
+func TestSeqIDsGrowAcrossResume(t *testing.T) {
+	w := newWorld(t)
+	ag := w.agent(agentOpts{})
+	conv := w.conversation(ag)
+	var first, second events
+	w.model.Push(bashCall("call_1", "touch marker"))
+	res := turn(t, ag, conv, userInput("make a marker"), &first)
+	if res.StopReason != agentcore.StopRequiresApproval {
+		t.Fatalf("turn ended %s", res.StopReason)
+	}
+	if _, _, err := ag.Decide(context.Background(), res.Pending[0].ID, agentcore.Decision{State: agentcore.ApprovalAllowed, By: "telegram:4242"}); err != nil {
+		t.Fatal(err)
+	}
+	w.model.Push(fakemodel.Step{Text: "made it"})
+	turn(t, ag, conv, resume, &second)
+	last := map[string]int64{}
+	for _, e := range append(first.es, second.es...) {
+		if e.SeqID <= last[e.RunID] {
+			t.Fatalf("%s event of run %s has seqId %d after %d", e.Type, e.RunID, e.SeqID, last[e.RunID])
+		}
+		last[e.RunID] = e.SeqID
+	}
+	if rs := second.ofType(agentcore.EventToolResult); len(rs) != 1 || rs[0].RunID != first.ofType(agentcore.EventApprovalRequest)[0].RunID {
+		t.Fatalf("the tool result should belong to the asking step's run")
+	}
+}

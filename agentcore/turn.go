@@ -1,6 +1,7 @@
 package agentcore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,9 @@ type Input struct {
 	// opaque here); approvals record it so a decision resumes the turn
 	// there.
 	Location string
+	// TurnID, when set, is the id the turn gets (hosts that name the turn
+	// in their own events); default a random one.
+	TurnID string
 	// Client, when set, is the host's client that can do tool work itself
 	// (an ACP editor); the agent's ClientRoute says which tools use it.
 	Client Client
@@ -91,7 +95,7 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 		a:    a.forConversation(ctx, conv.ID),
 		conv: conv,
 		in:   in,
-		id:   "turn-" + randomID(8),
+		id:   cmp.Or(in.TurnID, "turn-"+randomID(8)),
 		em:   newEmitter(sink, a.deps.Env.Redactor.Redact, a.cfg.ID, conv.ID),
 	}
 	t.a.deps.Env.Client = in.Client
@@ -351,6 +355,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 	// write per step instead of two); a step cut short by a crash leaves
 	// nothing else behind either.
 	msgID := newID()
+	t.em.newRun(run.ID)
 	req := Request{
 		Model:           t.a.cfg.Model,
 		System:          t.conv.SystemPrompt,

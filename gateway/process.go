@@ -93,6 +93,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	}
 	in.Location = it.Location
 	in.DenyAsks = e.channel(loc.Channel).DenyAsks
+	in.TurnID = "turn-" + newToken()[:12]
 
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -110,7 +111,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 		}
 	}
 	start := time.Now()
-	s := newStream(ctx, e, loc, it.ConversationID, "", inputID(it), replyTo, parked)
+	s := newStream(ctx, e, loc, it.ConversationID, in.TurnID, inputID(it), replyTo, parked)
 	if s.ad != nil {
 		in.Client = clientAt(s.ad, loc)
 	}

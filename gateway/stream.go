@@ -37,6 +37,7 @@ type stream struct {
 	queue   []channels.LiveEvent
 	closed  bool
 	stopTok string // the Stop button's token, once made
+	started bool   // the live turn_start was queued
 	// limited: a send or edit was refused with a rate limit until then; the
 	// turn's final message waits for it (see processor.finalItems).
 	limited time.Time
@@ -66,9 +67,6 @@ func newStream(ctx context.Context, e *env, loc channels.Location, conv, turnID,
 	switch {
 	case s.ad == nil:
 	case s.live != nil:
-		start := s.base
-		start.Kind, start.At = channels.LiveTurnStart, e.now()
-		s.queue = append(s.queue, start)
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.forward(ctx) }()
 	case s.caps.Edit:
@@ -90,6 +88,7 @@ func (s *stream) Emit(e agentcore.Event) {
 	}
 	if s.live != nil {
 		if ev, ok := s.liveEvent(e); ok {
+			s.startLocked()
 			s.queue = append(s.queue, ev)
 			changed = true
 		}
@@ -101,6 +100,18 @@ func (s *stream) Emit(e agentcore.Event) {
 		default:
 		}
 	}
+}
+
+// startLocked queues the turn's start before its first event: only a turn
+// that runs (it holds the lease) starts. Called with s.mu held.
+func (s *stream) startLocked() {
+	if s.started {
+		return
+	}
+	s.started = true
+	start := s.base
+	start.Kind, start.At = channels.LiveTurnStart, s.env.now()
+	s.queue = append(s.queue, start)
 }
 
 // liveEvent converts an agent core event for live surfaces. Called with
@@ -184,6 +195,15 @@ func (s *stream) forward(ctx context.Context) {
 func (s *stream) liveEnd(ctx context.Context, res agentcore.TurnResult) {
 	if s.live == nil {
 		return
+	}
+	s.mu.Lock()
+	started := s.started
+	s.started = true
+	s.mu.Unlock()
+	if !started { // a turn that emitted nothing still starts before it ends
+		start := s.base
+		start.Kind, start.At = channels.LiveTurnStart, s.env.now()
+		s.live.Live(ctx, start)
 	}
 	ev := s.base
 	ev.Kind, ev.At = channels.LiveTurnEnd, s.env.now()
