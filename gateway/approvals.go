@@ -243,23 +243,23 @@ func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin chan
 	if ap.Rule != "" {
 		buttons = append(buttons, Button{Token: newToken(), ApprovalID: ap.ID, Action: ButtonAlways, Created: now})
 	}
-	if err := e.opts.Store.CreateButtons(ctx, buttons); err != nil {
-		e.log.Error("store approval buttons", "approval", ap.ID, "err", err)
-		return
-	}
+	var items []Outbound
 	for _, loc := range a.places(ctx, ap, origin) {
 		caps := channels.Capabilities{}
 		if ad, ok := e.adapter(loc); ok {
 			caps = ad.Capabilities()
 		}
-		id := a.outbox.post(ctx, loc, approvalMessage(ap, buttons, caps.Buttons))
-		if id == 0 {
-			continue
-		}
-		if err := e.opts.Store.AddApprovalPost(ctx, ApprovalPost{ApprovalID: ap.ID, Location: loc.String(), OutboxID: id}); err != nil {
-			e.log.Error("record approval post", "approval", ap.ID, "err", err)
+		if it, ok := a.outbox.item(OutboundSend, loc, approvalMessage(ap, buttons, caps.Buttons)); ok {
+			items = append(items, it)
 		}
 	}
+	// Buttons, posts and their records commit together: a crash in between
+	// can never make the ask appear twice with two sets of buttons.
+	if _, err := e.opts.Store.PostApproval(ctx, buttons, items); err != nil {
+		e.log.Error("post the approval", "approval", ap.ID, "err", err)
+		return
+	}
+	a.outbox.kick()
 	e.log.Info("approval requested", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
 		"tool", ap.ToolName, "requester", ap.Requester, "location", origin.String())
 	e.metrics.ApprovalsAsked.Inc()

@@ -169,6 +169,10 @@ type Buttons interface {
 	Button(ctx context.Context, token string) (Button, error)
 	// ApprovalButtons returns the buttons of an approval.
 	ApprovalButtons(ctx context.Context, approvalID string) ([]Button, error)
+	// PostApproval stores an approval's buttons, the outbox items posting
+	// it and a post record per item in one transaction, and returns the
+	// items' ids.
+	PostApproval(ctx context.Context, bs []Button, posts []Outbound) ([]int64, error)
 	AddApprovalPost(ctx context.Context, p ApprovalPost) error
 	ApprovalPosts(ctx context.Context, approvalID string) ([]ApprovalPost, error)
 }

@@ -131,3 +131,48 @@ func (db *DB) ApprovalButtons(ctx context.Context, approvalID string) ([]gateway
 	}
 	return out, rows.Err()
 }
+
+// PostApproval stores an approval's buttons, the outbox items that post it
+// and the record of each post in ONE transaction (gateway.Buttons), so a
+// crash can never leave a posted ask the gateway does not know it posted
+// (it would post it again with new buttons). It returns the items' ids.
+func (db *DB) PostApproval(ctx context.Context, bs []gateway.Button, posts []gateway.Outbound) ([]int64, error) {
+	if len(bs) == 0 {
+		return nil, errors.New("post approval: no buttons")
+	}
+	if err := checkOutbound(posts); err != nil {
+		return nil, fmt.Errorf("post approval %s: %w", bs[0].ApprovalID, err)
+	}
+	var ids []int64
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		for i, b := range bs {
+			if b.Token == "" || b.ApprovalID == "" || b.Action == "" {
+				return fmt.Errorf("button %d needs a token, approval id and action", i)
+			}
+			created := b.Created
+			if created.IsZero() {
+				created = t
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO buttons (token, approval_id, action, created) VALUES (?, ?, ?, ?)`,
+				b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
+				return fmt.Errorf("button %d: %w", i, err)
+			}
+		}
+		var err error
+		if ids, err = db.insertOutbound(ctx, tx, posts, t); err != nil {
+			return err
+		}
+		for i, p := range posts {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO approval_posts (approval_id, location, message_id, outbox_id)
+				VALUES (?, ?, '', ?)`, bs[0].ApprovalID, p.Location, ids[i]); err != nil {
+				return fmt.Errorf("record post %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("post approval %s: %w", bs[0].ApprovalID, err)
+	}
+	return ids, nil
+}

@@ -245,3 +245,45 @@ func testDecideAndResume(t *testing.T, s gateway.Store) {
 		t.Error("deciding an unknown approval succeeded")
 	}
 }
+
+func testPostApproval(t *testing.T, s gateway.Store) {
+	ctx := t.Context()
+	ap := newID("ap")
+	bs := []gateway.Button{
+		{Token: newID("tok"), ApprovalID: ap, Action: gateway.ButtonApprove},
+		{Token: newID("tok"), ApprovalID: ap, Action: gateway.ButtonDeny},
+	}
+	items := []gateway.Outbound{
+		{Kind: gateway.OutboundSend, Location: "telegram::1", Body: []byte(`{"a":1}`)},
+		{Kind: gateway.OutboundSend, Location: "slack:T:C:1.2", Body: []byte(`{"a":2}`)},
+	}
+	ids, err := s.PostApproval(ctx, bs, items)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("PostApproval = %v, %v", ids, err)
+	}
+	posts, err := s.ApprovalPosts(ctx, ap)
+	if err != nil || len(posts) != 2 || posts[0].OutboxID != ids[0] || posts[1].OutboxID != ids[1] ||
+		posts[0].Location != "telegram::1" || posts[1].Location != "slack:T:C:1.2" {
+		t.Fatalf("posts = %+v, %v; want one per item with its outbox id", posts, err)
+	}
+	got, err := s.ApprovalButtons(ctx, ap)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("buttons = %+v, %v", got, err)
+	}
+	for _, b := range bs {
+		if g, err := s.Button(ctx, b.Token); err != nil || g.ApprovalID != ap || g.Action != b.Action {
+			t.Errorf("Button(%s) = %+v, %v", b.Action, g, err)
+		}
+	}
+	// A token that exists already fails the whole post: nothing is stored.
+	ap2 := newID("ap")
+	if _, err := s.PostApproval(ctx, []gateway.Button{{Token: newID("tok"), ApprovalID: ap2, Action: gateway.ButtonApprove}, {Token: bs[0].Token, ApprovalID: ap2, Action: gateway.ButtonDeny}}, items[:1]); err == nil {
+		t.Fatal("a post with a duplicate token succeeded")
+	}
+	if posts, _ := s.ApprovalPosts(ctx, ap2); len(posts) != 0 {
+		t.Errorf("a failed post left %d post records", len(posts))
+	}
+	if bs2, _ := s.ApprovalButtons(ctx, ap2); len(bs2) != 0 {
+		t.Errorf("a failed post left %d buttons", len(bs2))
+	}
+}

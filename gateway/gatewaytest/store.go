@@ -49,6 +49,7 @@ func TestStore(t *testing.T, open func(t *testing.T) gateway.Store) {
 		{"LatestIDs", testLatestIDs},
 		{"Settings", testSettings},
 		{"DecideAndResume", testDecideAndResume},
+		{"PostApproval", testPostApproval},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
