@@ -264,15 +264,23 @@ func TestWebRestartInBrowser(t *testing.T) {
 			p2 := e.startServe()
 			// Same origin as before (the cookie is for 127.0.0.1): no token in
 			// the address, the stored session logs the page in.
-			if err := chromedp.Do(ctx,
-				chromedp.Navigate(p2.url()+"/"),
-				chromedp.WaitVisible(chromedp.ID("chat-list")),
-				js("[...document.querySelectorAll('#chat-list .chat-item')].some(b => b.innerText.includes('please make the file'))"),
-				js("([...document.querySelectorAll('#chat-list .chat-item')].find(b => b.innerText.includes('please make the file')).click(), true)"),
-				has("Approval needed"),
-				js("document.querySelector('.tool.status-pending') !== null && document.querySelector('.tool.status-done') === null"),
-			); err != nil {
-				t.Fatalf("reopen after restart: %v\n%s", err, p2.stderr.String())
+			// Each step on its own, so a failure says which and shows the page.
+			steps := []struct {
+				name string
+				act  chromedp.Action[chromedp.Void]
+			}{
+				{"open the page", chromedp.Navigate(p2.url() + "/")},
+				{"the sidebar", chromedp.WaitVisible(chromedp.ID("chat-list"))},
+				{"the chat listed", js("[...document.querySelectorAll('#chat-list .chat-item')].some(b => b.innerText.includes('please make the file'))")},
+				{"open the chat", js("([...document.querySelectorAll('#chat-list .chat-item')].find(b => b.innerText.includes('please make the file')).click(), true)")},
+				{"the ask shown", has("Approval needed")},
+				{"the call pending, not done", js("document.querySelector('.tool.status-pending') !== null && document.querySelector('.tool.status-done') === null")},
+			}
+			for _, st := range steps {
+				if err := chromedp.Do(ctx, st.act); err != nil {
+					page, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
+					t.Fatalf("after the restart, %s: %v\npage:\n%s\nserve:\n%s", st.name, err, page, p2.stderr.String())
+				}
 			}
 			webtest.Screenshot(t, ctx, "restart-"+sig.String()+".png")
 			if err := chromedp.Do(ctx,

@@ -278,10 +278,14 @@
     }
   }
 
-  async function newChat() {
+  // newChat opens a new chat. When the page opens one by itself (at start)
+  // and the person picks a chat meanwhile, their choice wins.
+  async function newChat(auto) {
     closeSidebar();
+    const picked = state.chat;
     try {
       const { id } = await api("POST", "/api/chats");
+      if (auto === true && state.chat !== picked) return;
       await openChat(id, false);
       loadChats();
     } catch (e) {
@@ -476,7 +480,7 @@
       e.target.value = "";
       renderPendingFiles();
     });
-    $("new-chat").addEventListener("click", newChat);
+    $("new-chat").addEventListener("click", () => newChat());
     $("menu").addEventListener("click", () => {
       document.body.classList.add("sidebar-open");
       $("scrim").hidden = false;
@@ -503,7 +507,7 @@
     await loadChats();
     const fromHash = decodeURIComponent(location.hash.slice(1));
     if (/^[A-Za-z0-9._-]{1,128}$/.test(fromHash)) await openChat(fromHash, state.listed.has(fromHash));
-    else await newChat();
+    else await newChat(true);
   }
 
   start();
