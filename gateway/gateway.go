@@ -59,6 +59,7 @@ type AgentStore interface {
 	Approval(ctx context.Context, id string) (agentcore.Approval, error)
 	PendingApprovals(ctx context.Context, conversationID string) ([]agentcore.Approval, error)
 	RecentRuns(ctx context.Context, conversationID string, n int) ([]agentcore.Run, error)
+	TaskReader
 }
 
 // Pruner is implemented by stores that can delete finished work (done

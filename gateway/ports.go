@@ -259,4 +259,5 @@ type Store interface {
 	CompleteWith
 	Deciding
 	Settings
+	TaskStore
 }
