@@ -19,6 +19,8 @@ func TestCommandRetryRunsOnce(t *testing.T) {
 	}
 	h.send(inbound("status-2", "alice", "/help", dm))
 	waitText(t, h.chat, "Commands")
+	// The queued /new may answer after the immediate /help.
+	waitText(t, h.chat, "Started a new conversation")
 	recs := h.chat.Records()
 	if n := len(channelstest.Filter(recs, channelstest.Contains("Started a new conversation"))); n != 1 {
 		t.Errorf("/new retried three times answered %d times, want 1:%s", n, channelstest.Summary(recs))

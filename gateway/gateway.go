@@ -49,6 +49,9 @@ type AgentOptions struct {
 	Approvers      []string // qualified ids; empty: requester plus admins
 	ApprovalRoutes []string // qualified ids whose DMs also get each ask
 	Vision         bool     // the model accepts images
+	// MaxTasks is how many of the agent's sub-agent tasks run (or wait for
+	// approval) at once; more wait in the queue. 0: DefaultMaxTasks.
+	MaxTasks int
 }
 
 // AgentStore is what the gateway reads of the agents' storage.
@@ -121,6 +124,7 @@ type Gateway struct {
 	workers   *workers
 	approvals *approvals
 	outbox    *outbox
+	tasks     *tasks
 	notice    atomic.Pointer[string]
 
 	mu   sync.Mutex
@@ -206,9 +210,10 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 	g.outbox = newOutbox(e)
 	g.approvals = newApprovals(e, g.outbox)
 	g.workers = newWorkers(e)
-	proc := &processor{env: e, outbox: g.outbox, approvals: g.approvals, workers: g.workers, notice: g.modelNotice}
+	g.tasks = newTasks(e, g.outbox, g.approvals, g.workers)
+	proc := &processor{env: e, outbox: g.outbox, approvals: g.approvals, workers: g.workers, tasks: g.tasks, notice: g.modelNotice}
 	g.workers.process = proc.process
-	g.intake = &intake{env: e, workers: g.workers, approvals: g.approvals, outbox: g.outbox, notice: g.modelNotice}
+	g.intake = &intake{env: e, workers: g.workers, approvals: g.approvals, outbox: g.outbox, tasks: g.tasks, notice: g.modelNotice}
 	return g, nil
 }
 
@@ -416,6 +421,19 @@ func backoff(d time.Duration) time.Duration {
 		return 10 * time.Second
 	}
 	return d * 2
+}
+
+// sleepOrWake is sleepCtx that also ends early when wake fires.
+func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+	}
+	return true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
