@@ -177,14 +177,19 @@ func (ts *tasks) work(ctx context.Context, w *worker, p *processor, it Item, ag 
 	s := newTaskStream(ctx, e, loc, task)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, s)
 	s.stop()
+	cause := context.Cause(turnCtx)
 	if errors.Is(err, agentcore.ErrBusy) {
 		return true, nil
+	}
+	if err != nil && errors.Is(cause, errStopped) {
+		// Stopped before the turn got going (its store reads failed with
+		// the cancellation): the task ends here all the same.
+		err, res = nil, agentcore.TurnResult{StopReason: agentcore.StopCancelled}
 	}
 	if err != nil {
 		return false, err
 	}
 	p.observe(res, time.Since(start), loc)
-	cause := context.Cause(turnCtx)
 	if res.StopReason == agentcore.StopCancelled && errors.Is(cause, errShutdown) {
 		return false, nil // the next start continues it
 	}
