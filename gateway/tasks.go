@@ -419,7 +419,13 @@ func reportMessage(t agentcore.Task, now time.Time) channels.Message {
 func taskLiveEvent(loc channels.Location, t agentcore.Task, progress string, now time.Time) channels.LiveEvent {
 	te := agentcore.TaskEventOf(t, now)
 	te.Progress = progress
-	wire := agentcore.Event{Type: agentcore.EventTaskProgress, RunID: t.ID + "-status", AgentID: t.AgentID,
+	// The status events of a task are one run; seqId counts milliseconds
+	// since the task was created, so it grows across processes too.
+	seq := now.Sub(t.Created).Milliseconds() + 1
+	if seq < 1 {
+		seq = 1
+	}
+	wire := agentcore.Event{Type: agentcore.EventTaskProgress, RunID: t.ID + "-status", SeqID: seq, AgentID: t.AgentID,
 		ConversationID: t.ParentConversationID, ToolCallID: t.ParentToolCallID, TaskID: t.ID, Task: te}
 	ev := channels.LiveEvent{Kind: channels.LiveTask, Location: loc, ConversationID: t.ParentConversationID, At: now,
 		Task: &channels.TaskActivity{ID: t.ID, Type: t.Type, Description: t.Description, Status: string(t.Status), Progress: progress, Duration: t.Duration(now)}}

@@ -16,15 +16,6 @@ import (
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
 
-// router answers the parent's and the sub-agents' model requests from two
-// scripts, so their order across conversations does not matter.
-type router struct {
-	mu     sync.Mutex
-	parent []fakemodel.Step
-	child  []fakemodel.Step
-	byRole map[string][]fakemodel.Request
-}
-
 // isChild reports whether a request is a sub-agent's: a fresh child's
 // system prompt, or a fork's reminder.
 func isChild(req fakemodel.Request) bool {
@@ -40,30 +31,19 @@ func isChild(req fakemodel.Request) bool {
 	return false
 }
 
-func route(m *fakemodel.Server, parent, child []fakemodel.Step) *router {
-	r := &router{parent: parent, child: child, byRole: map[string][]fakemodel.Request{}}
-	m.SetResponder(func(req fakemodel.Request) fakemodel.Step {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		role, q := "parent", &r.parent
+// route answers the parent's and the sub-agents' requests from two
+// scripts, "parent" and "child".
+func route(m *fakemodel.Server, parent, child []fakemodel.Step) *fakemodel.Router {
+	r := fakemodel.NewRouter(func(req fakemodel.Request) string {
 		if isChild(req) {
-			role, q = "child", &r.child
+			return "child"
 		}
-		r.byRole[role] = append(r.byRole[role], req)
-		if len(*q) == 0 {
-			return fakemodel.Step{Status: 500, ErrorBody: `{"error":{"message":"script of the ` + role + ` exhausted"}}`}
-		}
-		s := (*q)[0]
-		*q = (*q)[1:]
-		return s
+		return "parent"
 	})
+	r.Add("parent", parent...)
+	r.Add("child", child...)
+	m.SetResponder(r.Respond)
 	return r
-}
-
-func (r *router) requests(role string) []fakemodel.Request {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]fakemodel.Request(nil), r.byRole[role]...)
 }
 
 func agentCall(id, typ, prompt string, extra map[string]any) fakemodel.Step {
@@ -160,7 +140,7 @@ func TestTaskBackgroundReportsInThread(t *testing.T) {
 	h.send(threadMsg("m1", "alice", "secret-parent-words: how long is notes.txt?"))
 	// The parent answers while the child's first model call is held.
 	waitText(t, h.chat, "I started a helper")
-	if n := len(r.requests("child")); n > 1 {
+	if n := len(r.Requests("child")); n > 1 {
 		t.Fatalf("the child made %d model calls before the parent answered", n)
 	}
 	close(answered)
@@ -184,7 +164,7 @@ func TestTaskBackgroundReportsInThread(t *testing.T) {
 		return len(postedWith(h.chat, thread, "✅ sub-agent general-purpose")) == 1
 	})
 
-	parent := r.requests("parent")
+	parent := r.Requests("parent")
 	if len(parent) != 3 {
 		t.Fatalf("parent made %d model calls, want 3", len(parent))
 	}
@@ -198,7 +178,7 @@ func TestTaskBackgroundReportsInThread(t *testing.T) {
 	if res := toolResults(parent[1]); len(res) != 1 || !strings.Contains(res[0], "in the background") {
 		t.Errorf("the Agent call's result = %q", res)
 	}
-	child := r.requests("child")
+	child := r.Requests("child")
 	if len(child) != 2 {
 		t.Fatalf("child made %d model calls, want 2", len(child))
 	}
@@ -259,10 +239,10 @@ func TestTaskChildAskInParentThread(t *testing.T) {
 		t.Fatal("the approved tool of the child did not run")
 	}
 	eventually(t, "one report", func() bool { return len(postedWith(h.chat, thread, "📋 Report")) == 1 })
-	if n := len(r.requests("child")); n != 2 {
+	if n := len(r.Requests("child")); n != 2 {
 		t.Errorf("child made %d calls, want 2", n)
 	}
-	note := lastUserText(r.requests("parent")[2])
+	note := lastUserText(r.Requests("parent")[2])
 	if !strings.Contains(note, "I made the file.") {
 		t.Errorf("parent's notification: %q", note)
 	}
@@ -282,7 +262,7 @@ func TestTaskForegroundParksAndResumes(t *testing.T) {
 			{Text: "main is in main.go.", Block: hold},
 		})
 	h.send(threadMsg("m1", "alice", "where is main?"))
-	eventually(t, "the child's model call", func() bool { return len(r.requests("child")) == 1 })
+	eventually(t, "the child's model call", func() bool { return len(r.Requests("child")) == 1 })
 	// Parked: the parent's item is done, nothing of it runs.
 	conv := h.conversationAt(thread)
 	eventually(t, "the parent to park", func() bool {
@@ -291,7 +271,7 @@ func TestTaskForegroundParksAndResumes(t *testing.T) {
 	})
 	close(hold)
 	waitText(t, h.chat, "main is in main.go, says the helper.")
-	parent := r.requests("parent")
+	parent := r.Requests("parent")
 	if len(parent) != 2 {
 		t.Fatalf("parent made %d calls, want 2", len(parent))
 	}
@@ -307,7 +287,7 @@ func TestTaskForegroundParksAndResumes(t *testing.T) {
 		return len(postedWith(h.chat, thread, "main is in main.go, says the helper.")) == 1 &&
 			len(postedWith(h.chat, thread, "Waiting for sub-agent task")) == 0
 	})
-	if names := r.requests("child")[0].ToolNames(); strings.Join(names, ",") != "Read,Grep,Glob" {
+	if names := r.Requests("child")[0].ToolNames(); strings.Join(names, ",") != "Read,Grep,Glob" {
 		t.Errorf("explore tools = %v", names)
 	}
 }
@@ -326,11 +306,11 @@ func TestTaskForkSeesParentConversation(t *testing.T) {
 	waitText(t, h.chat, "Noted")
 	h.send(threadMsg("m2", "alice", "ask a fork for the code word"))
 	waitText(t, h.chat, "The fork knew it.")
-	child := r.requests("child")[0]
+	child := r.Requests("child")[0]
 	if !strings.Contains(allText(child), "the code word is pelican") {
 		t.Error("the fork did not see the parent's conversation")
 	}
-	if child.Messages[0].Text() != r.requests("parent")[0].Messages[0].Text() {
+	if child.Messages[0].Text() != r.Requests("parent")[0].Messages[0].Text() {
 		t.Error("the fork's system prompt is not the parent's")
 	}
 	// The fork's copy holds no open call: every tool call has its result.
@@ -358,7 +338,7 @@ func TestTaskDepthLimit(t *testing.T) {
 		})
 	h.send(threadMsg("m1", "alice", "go deep"))
 	waitText(t, h.chat, "all levels reported")
-	child := r.requests("child")
+	child := r.Requests("child")
 	if len(child) != 3 {
 		t.Fatalf("children made %d calls, want 3", len(child))
 	}
@@ -498,7 +478,7 @@ func TestTaskChildPolicyNoLooser(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.workspace, "important.txt")); err != nil {
 		t.Fatal("a deny rule did not hold in the child")
 	}
-	child := r.requests("child")
+	child := r.Requests("child")
 	if res := toolResults(child[1]); len(res) != 1 || !strings.Contains(res[0], "deny rule") {
 		t.Fatalf("the child's rm result = %q", res)
 	}

@@ -47,10 +47,24 @@ type localSession struct {
 	loc      channels.Location
 	conv     string
 	leases   agentcore.Leases
+	tasks    agentcore.Tasks
 	owner    string
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	leaseTTL time.Duration
+
+	mu      sync.Mutex
+	known   map[string]bool // conversation → is it this session's (its own or a task's child under it)
+	closing bool            // the session is over: its own conversation takes no new turns
+}
+
+// finish stops new turns of the session's conversation (what its tasks
+// queue for it waits for the next session); the tasks' children may still
+// end.
+func (s *localSession) finish() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 }
 
 func presenceKey(loc string) string { return "host:" + loc }
@@ -62,6 +76,8 @@ func (a *app) newLocalSession(ctx context.Context, host, agentID, convID string)
 		loc:      channels.Location{Channel: headless.Name, Account: host, ChatID: convID, ThreadID: rand.Text()[:10]},
 		conv:     convID,
 		leases:   a.store,
+		tasks:    a.store,
+		known:    map[string]bool{},
 		owner:    fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:6]),
 		leaseTTL: 10 * time.Second,
 	}
@@ -97,8 +113,41 @@ func (s *localSession) Close() {
 	_ = s.leases.ReleaseLease(context.Background(), presenceKey(s.loc.String()), s.owner)
 }
 
-// works reports whether the process works the conversation.
-func (s *localSession) works(conv string) bool { return conv == s.conv }
+// works reports whether the process works the conversation: its own, and
+// the child conversations of the tasks it started (and of theirs), whose
+// items carry this session's location.
+func (s *localSession) works(conv string) bool {
+	s.mu.Lock()
+	v, ok := s.known[conv]
+	if conv == s.conv {
+		v, ok = !s.closing, true
+	}
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	// A conversation's task is written before any item of it exists, so
+	// the answer never changes and may be kept.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v = false
+	c := conv
+	for range agentcore.MaxTaskDepth + 1 {
+		t, err := s.tasks.TaskOfConversation(ctx, c)
+		if err != nil {
+			break
+		}
+		if t.ParentConversationID == s.conv {
+			v = true
+			break
+		}
+		c = t.ParentConversationID
+	}
+	s.mu.Lock()
+	s.known[conv] = v
+	s.mu.Unlock()
+	return v
+}
 
 // claim takes this session's items and adopts those a local session of the
 // same conversation left behind when its process died (its presence lease
@@ -128,7 +177,7 @@ func (a *app) localGateway(ag *agentcore.Agent, s *localSession, ad channels.Ada
 		Store:        a.store,
 		Agents:       map[string]*agentcore.Agent{ag.ID(): ag},
 		AgentStore:   a.store,
-		AgentOptions: map[string]gateway.AgentOptions{ag.ID(): {Approvers: ac.Approvers, ApprovalRoutes: nil, Vision: pc.Vision}},
+		AgentOptions: map[string]gateway.AgentOptions{ag.ID(): {Approvers: ac.Approvers, ApprovalRoutes: nil, Vision: pc.Vision, MaxTasks: ac.MaxTasks}},
 		Channels: map[string]gateway.ChannelOptions{headless.Name: {
 			Agent: ag.ID(), AllowAll: true, Admins: []string{me.ID}, QueueMode: gateway.QueueFollowup,
 			EditInterval: 100 * time.Millisecond, DenyAsks: denyAsks,
