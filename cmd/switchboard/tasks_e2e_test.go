@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
@@ -146,5 +148,97 @@ func TestRunCancelsUnfinishedTasks(t *testing.T) {
 	ts := e.tasksOf(t)
 	if len(ts) != 1 || ts[0].ID != ids[0] || ts[0].Status != agentcore.TaskCancelled {
 		t.Fatalf("tasks after exit = %+v", ts)
+	}
+}
+
+// In stream-json a sub-agent's ask is an approval_request carrying its
+// taskId, decided by its approvalId on the parent's stdin; every task
+// event's fields (and those of its task object) are documented in the
+// README's stream-json table.
+func TestStreamJSONSubagentAskAndReadme(t *testing.T) {
+	e := newEnv(t)
+	r := subagentRouter(e.model)
+	r.Add("parent",
+		agentStep("a1", "general-purpose", "Create child-file.", nil),
+		fakemodel.Step{Text: "A helper makes it."},
+		fakemodel.Step{Text: "The helper made it."})
+	r.Add("child", bashStep("c1", "touch child-file"), fakemodel.Step{Text: "child-file exists now."})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "run", "--input-format", "stream-json", "--output-format", "stream-json", "--wait-tasks")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(stdout)
+	var events []map[string]any
+	next := func(pred func(map[string]any) bool, what string) map[string]any {
+		t.Helper()
+		for {
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				t.Fatalf("waiting for %s: %v\n%s", what, err, stderr.String())
+			}
+			events = append(events, m)
+			if pred(m) {
+				return m
+			}
+		}
+	}
+	is := func(typ string) func(map[string]any) bool {
+		return func(m map[string]any) bool { return m["type"] == typ }
+	}
+	next(is("init"), "init")
+	stdin.Write([]byte(`{"type":"user","content":"make child-file with a helper"}` + "\n"))
+	ask := next(is("approval_request"), "the sub-agent's ask")
+	taskID, _ := ask["taskId"].(string)
+	if !strings.HasPrefix(taskID, "t-") {
+		t.Fatalf("the sub-agent's approval_request has no taskId: %v", ask)
+	}
+	id := ask["approval"].(map[string]any)["id"].(string)
+	stdin.Write([]byte(`{"type":"approval","approvalId":"` + id + `","decision":"allow"}` + "\n"))
+	next(func(m map[string]any) bool { return m["type"] == "result" && m["result"] == "The helper made it." }, "the notification turn's result")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "child-file")); err != nil {
+		t.Fatal("the approved sub-agent call did not run")
+	}
+
+	documented, _ := readmeStreamJSON(t)
+	common := map[string]bool{"type": true, "runId": true, "seqId": true, "agentId": true, "conversationId": true}
+	seen := map[string]bool{}
+	for _, ev := range events {
+		typ := ev["type"].(string)
+		if typ == "init" || typ == "result" {
+			continue
+		}
+		seen[typ] = true
+		doc, ok := documented[typ]
+		if !ok {
+			t.Errorf("event type %q is emitted but has no row in the README's stream-json table", typ)
+			continue
+		}
+		for k, v := range ev {
+			if !common[k] && !doc[k] {
+				t.Errorf("%s carries %q, which the README does not document for it", typ, k)
+			}
+			if obj, ok := v.(map[string]any); ok && (k == "approval" || k == "task") {
+				for nk := range obj {
+					if !doc[nk] {
+						t.Errorf("%s.%s carries %q, which the README does not document", typ, k, nk)
+					}
+				}
+			}
+		}
+	}
+	for _, typ := range []string{"task_started", "task_progress", "task_notification", "approval_request", "approval_decision"} {
+		if !seen[typ] {
+			t.Errorf("the session emitted no %s event; the check did not cover it", typ)
+		}
 	}
 }
