@@ -486,3 +486,88 @@ func TestTaskChildPolicyNoLooser(t *testing.T) {
 		t.Fatal("the child wrote without approval")
 	}
 }
+
+// A background task that ends while its parent is parked on an approval
+// does not deny the parent's ask: its notification is kept and reaches
+// the model after the parked step's results, once.
+func TestTaskNotificationWhileParentParked(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	parked := make(chan struct{})
+	r := route(h.model,
+		[]fakemodel.Step{
+			agentCall("a1", "explore", "look around", nil),
+			bashCall("b1", "touch parent-file"),
+			{Text: "Both done."},
+		},
+		[]fakemodel.Step{{Text: "looked around: all fine", Block: parked}})
+	h.send(threadMsg("m1", "alice", "start a helper, then make a file"))
+	waitText(t, h.chat, "Approval needed")
+	close(parked)
+	conv := h.conversationAt(thread)
+	eventually(t, "the notification to be kept", func() bool {
+		ts := h.tasks(conv)
+		items, _ := h.db.Pending(context.Background(), conv)
+		return len(ts) == 1 && ts[0].Status == agentcore.TaskDone && len(items) == 0
+	})
+	pending, err := h.db.PendingApprovals(context.Background(), conv)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("the parent's ask was settled by the notification: %v %v", pending, err)
+	}
+	if n := len(r.Requests("parent")); n != 2 {
+		t.Fatalf("the kept notification ran a model call (%d)", n)
+	}
+	ref, rows := buttons(t, h.chat, "Approval needed")
+	if reply, err := h.chat.Press(h.ctx(), channels.Action{EventID: "p1", Location: thread, User: channels.User{ID: "alice"}, Token: rows[0][0].Token, Message: ref}); err != nil || !strings.Contains(reply.Text, "Approved") {
+		t.Fatalf("press: %+v %v", reply, err)
+	}
+	waitText(t, h.chat, "Both done.")
+	last := r.Requests("parent")[2]
+	if res := toolResults(last); len(res) != 2 || strings.Contains(res[1], "denied") || strings.Contains(res[1], "new message") {
+		t.Fatalf("the parent's Bash result = %q", res)
+	}
+	if !strings.Contains(lastUserText(last), "<task-notification>") || !strings.Contains(lastUserText(last), "looked around: all fine") {
+		t.Fatalf("the kept notification did not reach the model: %q", lastUserText(last))
+	}
+	msgs, err := h.db.Messages(context.Background(), conv, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range msgs {
+		if strings.Contains(m.ModelText(), "<task-notification>\ntask-id:") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the notification is %d times in the transcript", n)
+	}
+	if _, err := os.Stat(filepath.Join(h.workspace, "parent-file")); err != nil {
+		t.Fatal("the approved parent call did not run")
+	}
+}
+
+// A child never writes the agent's memory: its policy puts the memory
+// directory out of reach in every mode.
+func TestTaskChildCannotWriteMemory(t *testing.T) {
+	root := t.TempDir()
+	mem := filepath.Join(root, "main")
+	if err := os.MkdirAll(mem, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpts{mode: "unrestricted", memoryDir: mem, memoryRoot: root})
+	write := func(id string) fakemodel.Step {
+		b, _ := json.Marshal(map[string]string{"file_path": filepath.Join(mem, "notes.md"), "content": "from " + id})
+		return fakemodel.Step{ToolCalls: []fakemodel.ToolCall{{ID: id, Name: "Write", Arguments: string(b)}}}
+	}
+	r := route(h.model,
+		[]fakemodel.Step{agentCall("a1", "general-purpose", "write memory", map[string]any{"background": false}), {Text: "ok"}},
+		[]fakemodel.Step{write("w1"), {Text: "could not"}})
+	h.send(threadMsg("m1", "alice", "let a helper write memory"))
+	waitText(t, h.chat, "ok")
+	if res := toolResults(r.Requests("child")[1]); len(res) != 1 || !strings.Contains(res[0], "Permission denied") {
+		t.Fatalf("the child's memory write = %q", res)
+	}
+	if _, err := os.Stat(filepath.Join(mem, "notes.md")); err == nil {
+		t.Fatal("a child wrote the agent's memory")
+	}
+}
