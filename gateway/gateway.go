@@ -49,8 +49,9 @@ type AgentOptions struct {
 	Approvers      []string // qualified ids; empty: requester plus admins
 	ApprovalRoutes []string // qualified ids whose DMs also get each ask
 	Vision         bool     // the model accepts images
-	// MaxTasks is how many of the agent's sub-agent tasks run (or wait for
-	// approval) at once; more wait in the queue. 0: DefaultMaxTasks.
+	// MaxTasks is how many of the agent's sub-agent tasks run at once (a
+	// task waiting for approval does not count); more wait in the queue.
+	// 0: DefaultMaxTasks.
 	MaxTasks int
 }
 

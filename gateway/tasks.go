@@ -12,8 +12,9 @@ import (
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
-// DefaultMaxTasks is how many tasks of one agent run (or wait for approval)
-// at once unless AgentOptions.MaxTasks says otherwise.
+// DefaultMaxTasks is how many tasks of one agent run at once unless
+// AgentOptions.MaxTasks says otherwise (a task waiting for approval does
+// not count).
 const DefaultMaxTasks = 4
 
 // tasks is the part that works sub-agent tasks (DESIGN §5). A task's child

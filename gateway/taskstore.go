@@ -20,9 +20,11 @@ type TaskStore interface {
 	// and returns the stored task.
 	StartTask(ctx context.Context, t agentcore.Task, first Item, status Outbound) (agentcore.Task, error)
 	// AdmitTask moves a queued task to running when fewer than limit
-	// tasks of its agent are running or waiting, recording now as its
-	// start. It returns the task as it is after the call and whether it
-	// runs (true also for a task that already ran).
+	// tasks of its agent are running, recording now as its start. A task
+	// waiting for approval holds no slot (it costs nothing while it
+	// waits), and one that resumes runs at once. It returns the task as it
+	// is after the call and whether it runs (true also for a task that
+	// already ran).
 	AdmitTask(ctx context.Context, id string, limit int) (agentcore.Task, bool, error)
 	// SetTaskStatus sets a running task waiting (its child parked on
 	// approvals) or a waiting task running; a final task is left alone.

@@ -213,7 +213,7 @@ func (db *DB) AdmitTask(ctx context.Context, id string, limit int) (agentcore.Ta
 			return nil
 		}
 		var open int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE agent_id = ? AND status IN ('running', 'waiting')`,
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE agent_id = ? AND status = 'running'`,
 			t.AgentID).Scan(&open); err != nil {
 			return err
 		}
