@@ -292,5 +292,8 @@ func CapMode(parent, want permission.Mode) permission.Mode {
 	if want == "" || modeLooseness(want) > modeLooseness(parent) {
 		return parent
 	}
+	if _, err := permission.ParseMode(string(want)); err != nil {
+		return permission.ModeStrict
+	}
 	return want
 }

@@ -49,6 +49,10 @@ func TestStore(t *testing.T, open func(t *testing.T) gateway.Store) {
 		{"LatestIDs", testLatestIDs},
 		{"Settings", testSettings},
 		{"DecideAndResume", testDecideAndResume},
+		{"TaskStart", testTaskStart},
+		{"TaskAdmit", testTaskAdmit},
+		{"TaskFinishOnce", testTaskFinishOnce},
+		{"TaskDetach", testTaskDetach},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
