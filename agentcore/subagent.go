@@ -142,7 +142,7 @@ func LoadSubagentTypes(dirs ...string) (types []SubagentType, problems []error) 
 
 // ParseSubagentType parses a type file: front matter between "---" lines
 // (name, description, tools, model, permission_mode, fork; "key: value",
-// tools as "A, B" or "[A, B]"), then the instructions. name defaults to
+// tools as "A, B" or "[A, B]", "# comments"), then the instructions. name defaults to
 // fallback (the file's base name). Unknown keys are errors, so a typo is
 // not silently ignored.
 func ParseSubagentType(fallback, text string) (SubagentType, error) {
@@ -170,7 +170,13 @@ func ParseSubagentType(fallback, text string) (SubagentType, error) {
 			return SubagentType{}, fmt.Errorf("line %d: %q is not \"key: value\"", line, clip(l, 60))
 		}
 		key = strings.ToLower(strings.TrimSpace(key))
-		val = unquote(strings.TrimSpace(val))
+		val = strings.TrimSpace(val)
+		if !strings.HasPrefix(val, `"`) && !strings.HasPrefix(val, "'") {
+			if i := strings.Index(val, " #"); i >= 0 {
+				val = strings.TrimSpace(val[:i]) // a trailing comment
+			}
+		}
+		val = unquote(val)
 		switch key {
 		case "name":
 			t.Name = val

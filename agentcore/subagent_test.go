@@ -26,6 +26,8 @@ func TestParseSubagentType(t *testing.T) {
 			want: agentcore.SubagentType{Name: "fallback", Description: "d", Tools: []string{"Read", "Bash"}}},
 		{name: "comments and quotes", text: "\ufeff---\n# a comment\ndescription: 'quoted'\npermissionMode: acceptEdits\n---\nbody",
 			want: agentcore.SubagentType{Name: "fallback", Description: "quoted", Mode: permission.ModeAcceptEdits, Prompt: "body"}},
+		{name: "trailing comments", text: "---\nname: tester   # default: the file name\ndescription: \"runs # tests\"\nfork: false # no\n---\n",
+			want: agentcore.SubagentType{Name: "tester", Description: "runs # tests"}},
 		{name: "no front matter", text: "just text", wantErr: "must start with front matter"},
 		{name: "unclosed", text: "---\ndescription: d\n", wantErr: "no closing"},
 		{name: "unknown key", text: "---\ndescription: d\nskills: x\n---\n", wantErr: `unknown key "skills"`},

@@ -242,3 +242,25 @@ func TestStreamJSONSubagentAskAndReadme(t *testing.T) {
 		}
 	}
 }
+
+// The README's example sub-agent type file is one the loader accepts.
+func TestReadmeSubagentExampleParses(t *testing.T) {
+	readme := readRepoFile(t, "README.md")
+	i := strings.Index(readme, "### Sub-agents")
+	if i < 0 {
+		t.Fatal("README has no Sub-agents section")
+	}
+	start := strings.Index(readme[i:], "```markdown\n")
+	if start < 0 {
+		t.Fatal("the Sub-agents section has no example file")
+	}
+	body := readme[i+start+len("```markdown\n"):]
+	body = body[:strings.Index(body, "```")]
+	st, err := agentcore.ParseSubagentType("example", body)
+	if err != nil {
+		t.Fatalf("the README's example does not parse: %v", err)
+	}
+	if st.Name != "tester" || len(st.Tools) != 4 || st.Model != "qwen3:8b" || st.Mode != "standard" || st.Fork || st.Prompt == "" {
+		t.Fatalf("the README's example parsed as %+v", st)
+	}
+}
