@@ -69,7 +69,6 @@ type harnessOpts struct {
 	deny       []permission.Rule
 	memoryDir  string
 	memoryRoot string
-	live       bool // the "chat" fake also renders live (channels.LiveSurface)
 }
 
 func newHarness(t testing.TB, o harnessOpts, steps ...fakemodel.Step) *harness {

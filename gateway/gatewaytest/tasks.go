@@ -188,6 +188,9 @@ func testTaskFinishOnce(t *testing.T, gs gateway.Store) {
 		if _, err := s.FinishTask(ctx, it.ID, end, notify, resume, []gateway.Outbound{report}); !errors.Is(err, gateway.ErrNotFound) {
 			t.Fatalf("FinishTask of a done item: %v", err)
 		}
+		if after := latestIDs(t, s); after != before {
+			t.Fatalf("FinishTask of a done item wrote: %v → %v", before, after)
+		}
 		// Another item of the ended task: completed, nothing else.
 		extra := mustEnqueue(t, s, gateway.Item{ConversationID: task.ConversationID, AgentID: "main", Kind: gateway.ItemResume, Location: task.ParentLocation}, "")
 		before = latestIDs(t, s)
