@@ -75,6 +75,12 @@ type ToolEnv struct {
 	// ToolCallID is the id of the call being run (set by the loop on each
 	// call's copy of the environment).
 	ToolCallID string
+	// ClientRoute is which tools the agent lets a turn's client run (set
+	// by cmd from acp_client_tools); Client is the turn's client
+	// (Input.Client), nil when there is none. Tools ask FileClient and
+	// ShellClient.
+	ClientRoute ClientRoute
+	Client      Client
 }
 
 // Tool is one capability the model can call. Implementations are safe for

@@ -56,6 +56,9 @@ type Input struct {
 	Tasks TaskHost
 	// TaskID names the task whose report an InputNotification carries.
 	TaskID string
+	// Client, when set, is the host's client that can do tool work itself
+	// (an ACP editor); the agent's ClientRoute says which tools use it.
+	Client Client
 }
 
 // TurnResult is how a turn ended.
@@ -103,6 +106,7 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 		id:   "turn-" + randomID(8),
 		em:   newEmitter(sink, a.deps.Env.Redactor.Redact, a.cfg.ID, conv.ID),
 	}
+	t.a.deps.Env.Client = in.Client
 	if err := t.configureTask(ctx); err != nil {
 		return TurnResult{}, err
 	}

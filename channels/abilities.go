@@ -182,3 +182,41 @@ type DecisionReply struct {
 	// when the decision took effect.
 	Wire []byte
 }
+
+// ClientTools is an optional Adapter ability of surfaces whose client can
+// do tool work itself: an ACP editor reads and writes files as it sees
+// them (unsaved buffers included) and runs commands in its terminal. The
+// gateway hands it to the turns of the adapter's locations; the agent's
+// configuration (acp_client_tools) says which tools use it, and the
+// permission policy applies either way.
+type ClientTools interface {
+	// ClientAbilities says what the client at loc offers; zero when there
+	// is no client there (a session that ended).
+	ClientAbilities(loc Location) ClientAbilities
+	ReadTextFile(ctx context.Context, loc Location, path string) (string, error)
+	WriteTextFile(ctx context.Context, loc Location, path, content string) error
+	// RunCommand runs a shell command line in the client's terminal and
+	// waits for it; when ctx ends the command is killed and the output so
+	// far returned with ctx's error.
+	RunCommand(ctx context.Context, loc Location, c ClientCommand) (ClientCommandResult, error)
+}
+
+// ClientAbilities is what a client offers.
+type ClientAbilities struct {
+	ReadFiles, WriteFiles, Terminal bool
+}
+
+// ClientCommand is a command for a client's terminal.
+type ClientCommand struct {
+	Command     string // a shell command line
+	Cwd         string // absolute
+	OutputLimit int    // bytes of output the client keeps (the end)
+}
+
+// ClientCommandResult is how a client's command ended.
+type ClientCommandResult struct {
+	Output    string
+	Truncated bool   // the beginning was dropped
+	ExitCode  int    // -1 when killed by a signal
+	Signal    string // the signal's name, when killed by one
+}

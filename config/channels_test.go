@@ -60,7 +60,7 @@ func TestChannelExamples(t *testing.T) {
 	}
 	wantSlack := &Slack{
 		Chat: Chat{Enabled: true, Agent: "main", AllowUsers: []string{"U012ABCDEF"}, Admins: []string{"U012ABCDEF"},
-			RequireMention: true, QueueMode: "followup", EditInterval: time.Second, AllowedChannels: []string{}},
+			RequireMention: true, QueueMode: "followup", EditInterval: 1500 * time.Millisecond, AllowedChannels: []string{}},
 		Mode: "socket", AppToken: "xapp-1-canary", BotToken: "xoxb-canary", SigningSecret: "signing-canary", APIURL: "https://slack.com/api/",
 	}
 	if d := cmp.Diff(wantSlack, cfg.Channels.Slack); d != "" {

@@ -1,6 +1,9 @@
 package config
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Slack modes (channels.slack.mode).
 const (
@@ -10,6 +13,11 @@ const (
 
 // DefaultSlackAPIURL is Slack's Web API.
 const DefaultSlackAPIURL = "https://slack.com/api/"
+
+// DefaultSlackEditInterval is Slack's edit_interval: chat.update is in
+// Slack's rate tier 3 (about 50 calls a minute per workspace), so a reply
+// streamed at 1.5 s uses 40 of them.
+const DefaultSlackEditInterval = 1500 * time.Millisecond
 
 // Slack is the [channels.slack] table.
 type Slack struct {
@@ -22,7 +30,7 @@ type Slack struct {
 }
 
 func (d *decoder) slack(t *table, cfg *Config) *Slack {
-	s := &Slack{Chat: d.chat(t, cfg, chatSpec{userID: slackUserID, hasChannels: true})}
+	s := &Slack{Chat: d.chat(t, cfg, chatSpec{userID: slackUserID, hasChannels: true, editInterval: DefaultSlackEditInterval})}
 	if !s.Enabled {
 		t.skipRest()
 		return s

@@ -117,18 +117,22 @@ func parseCommand(text string) (name string, args []string, ok bool) {
 	return name, strings.Fields(text)[1:], true
 }
 
-// command handles a /command from an inbound: immediate commands run now
-// (once: a platform retry is dropped by the dedupe key), the others are
-// queued in the location's conversation.
+// command handles a /command from an inbound: immediate commands run now,
+// unknown and refused ones are answered now (each once: a platform retry,
+// or an adapter's catch-up handing the message over again, is dropped by
+// the dedupe key), the others are queued in the location's conversation.
 func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, name string, args []string) error {
 	e := in.env
 	c, known := lookupCommand(name)
-	if !known {
-		in.reply(ctx, msg, s, "Unknown command /"+channels.EscapeMarkdown(name)+".\n\n"+helpText(), false)
-		return nil
-	}
-	if c.admin && !s.admin {
-		in.reply(ctx, msg, s, "Only an admin can use /"+c.name+".", true)
+	if !known || (c.admin && !s.admin) {
+		if fresh, err := in.claim(ctx, msg); err != nil || !fresh {
+			return err
+		}
+		if !known {
+			in.reply(ctx, msg, s, "Unknown command /"+channels.EscapeMarkdown(name)+".\n\n"+helpText(), false)
+		} else {
+			in.reply(ctx, msg, s, "Only an admin can use /"+c.name+".", true)
+		}
 		return nil
 	}
 	b, bound, err := in.binding(ctx, msg.Location)
@@ -136,15 +140,8 @@ func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, n
 		return err
 	}
 	if c.now {
-		if msg.EventID != "" {
-			fresh, err := e.opts.Store.ClaimDedupe(ctx, msg.Location.Channel+":"+msg.EventID, e.opts.DedupeTTL)
-			if err != nil {
-				return err
-			}
-			if !fresh {
-				e.metrics.Duplicates.WithLabelValues(msg.Location.Channel).Inc()
-				return nil
-			}
+		if fresh, err := in.claim(ctx, msg); err != nil || !fresh {
+			return err
 		}
 		cc := &cmdCtx{env: e, workers: in.workers, approvals: in.approvals, outbox: in.outbox, tasks: in.tasks, notice: in.notice,
 			loc: msg.Location, who: s.who, userID: msg.User.ID, admin: s.admin, args: args, binding: b, bound: bound}
@@ -164,6 +161,24 @@ func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, n
 	}
 	in.workers.kick(b.ConversationID)
 	return nil
+}
+
+// claim records the dedupe key of an inbound answered without a queue
+// item; fresh is false when it was seen before (and counted as a
+// duplicate). An inbound without an event id is always fresh.
+func (in *intake) claim(ctx context.Context, msg channels.Inbound) (fresh bool, err error) {
+	if msg.EventID == "" {
+		return true, nil
+	}
+	e := in.env
+	fresh, err = e.opts.Store.ClaimDedupe(ctx, msg.Location.Channel+":"+msg.EventID, e.opts.DedupeTTL)
+	if err != nil {
+		return false, err
+	}
+	if !fresh {
+		e.metrics.Duplicates.WithLabelValues(msg.Location.Channel).Inc()
+	}
+	return fresh, nil
 }
 
 // reply answers a person's message outside a turn; refusals go only to
@@ -272,7 +287,7 @@ func cmdCompact(ctx context.Context, c *cmdCtx) string {
 	if !c.bound {
 		return "There is no conversation here yet."
 	}
-	ag, ok := c.env.opts.Agents[c.binding.AgentID]
+	ag, ok := c.env.agentOf(c.binding.ConversationID, c.binding.AgentID)
 	if !ok {
 		return "The agent of this conversation is not running."
 	}
@@ -309,11 +324,10 @@ func cmdPair(ctx context.Context, c *cmdCtx) string {
 
 // agentAt is the agent of a location: its binding's, else the channel's.
 func (c *cmdCtx) agentAt() (*agentcore.Agent, bool) {
-	id := c.env.channel(c.loc.Channel).Agent
 	if c.bound {
-		id = c.binding.AgentID
+		return c.env.agentOf(c.binding.ConversationID, c.binding.AgentID)
 	}
-	ag, ok := c.env.opts.Agents[id]
+	ag, ok := c.env.opts.Agents[c.env.channel(c.loc.Channel).Agent]
 	return ag, ok
 }
 

@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
 	"github.com/switchboard-gw/switchboard/channels/channelstest"
@@ -17,10 +19,10 @@ func TestCommandRetryRunsOnce(t *testing.T) {
 		h.send(inbound("new-1", "alice", "/new", dm))
 		h.send(inbound("status-1", "alice", "/status", dm))
 	}
-	h.send(inbound("status-2", "alice", "/help", dm))
-	waitText(t, h.chat, "Commands")
-	// The queued /new may answer after the immediate /help.
 	waitText(t, h.chat, "Started a new conversation")
+	// A queued command behind them: any second /new would answer first.
+	h.send(inbound("memory-1", "alice", "/memory", dm))
+	waitText(t, h.chat, "Memory")
 	recs := h.chat.Records()
 	if n := len(channelstest.Filter(recs, channelstest.Contains("Started a new conversation"))); n != 1 {
 		t.Errorf("/new retried three times answered %d times, want 1:%s", n, channelstest.Summary(recs))
@@ -73,4 +75,31 @@ func isSummary(r fakemodel.Request) bool {
 		}
 	}
 	return false
+}
+
+// Commands answered at once without running — an unknown command, an
+// admin command from someone else — are deduplicated too: a platform's
+// retry, or an adapter's catch-up handing the message over again after a
+// restart, gets no second answer.
+func TestCommandRefusalRetryAnsweredOnce(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	for range 3 {
+		h.send(inbound("unknown-1", "alice", "/frobnicate", dm))
+		h.send(inbound("mode-1", "alice", "/mode strict", dm))
+	}
+	h.send(inbound("help-1", "alice", "/help", dm))
+	// The outbox keeps a location's order: once /help's answer is there,
+	// every earlier answer is too.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs, err := h.chat.WaitFor(ctx, channelstest.Count(1, func(r channelstest.Record) bool { return strings.HasPrefix(r.Text(), "Commands") }))
+	if err != nil {
+		t.Fatalf("waiting for the /help answer: %v", err)
+	}
+	if n := len(channelstest.Filter(recs, channelstest.Contains("Unknown command /frobnicate"))); n != 1 {
+		t.Errorf("an unknown command retried three times was answered %d times, want 1:%s", n, channelstest.Summary(recs))
+	}
+	if n := len(channelstest.Filter(recs, channelstest.Contains("Only an admin can use /mode"))); n != 1 {
+		t.Errorf("a refused admin command retried three times was answered %d times, want 1:%s", n, channelstest.Summary(recs))
+	}
 }

@@ -113,6 +113,14 @@ type Options struct {
 	// Prune deletes finished work older than 7 days, at start and hourly
 	// (serve; short-lived hosts leave it to serve).
 	Prune bool
+	// ChannelState, when set, is told when a channel goes down (its Start
+	// failed: err) and when it runs again (nil), e.g. for a banner.
+	ChannelState func(channel string, err error)
+	// AgentFor, when set, names the agent that works a conversation before
+	// Agents is asked (hosts that build an agent per session: each ACP
+	// session works in the editor's directory); nil from it falls back to
+	// Agents by the conversation's agent id.
+	AgentFor func(conversationID string) *agentcore.Agent
 }
 
 // Gateway routes chat events to agents and their replies back. It owns
@@ -149,6 +157,18 @@ func (e *env) adapter(loc channels.Location) (channels.Adapter, bool) {
 }
 
 func (e *env) channel(name string) ChannelOptions { return e.opts.Channels[name] }
+
+// agentOf is the agent that works a conversation of agentID: the host's
+// own for the conversation (Options.AgentFor), else the configured one.
+func (e *env) agentOf(conversationID, agentID string) (*agentcore.Agent, bool) {
+	if f := e.opts.AgentFor; f != nil && conversationID != "" {
+		if ag := f(conversationID); ag != nil && ag.ID() == agentID {
+			return ag, true
+		}
+	}
+	ag, ok := e.opts.Agents[agentID]
+	return ag, ok
+}
 
 // New returns a Gateway for the given adapters.
 func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
@@ -371,15 +391,19 @@ func (g *Gateway) pruneLoop(ctx context.Context) {
 // again (nil).
 func (g *Gateway) setDown(name string, err error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.down == nil {
 		g.down = map[string]string{}
 	}
+	_, was := g.down[name]
 	if err == nil {
 		delete(g.down, name)
-		return
+	} else {
+		g.down[name] = err.Error()
 	}
-	g.down[name] = err.Error()
+	g.mu.Unlock()
+	if cb := g.env.opts.ChannelState; cb != nil && (err != nil || was) {
+		cb(name, err)
+	}
 }
 
 // Down returns the channels whose Start failed and has not run since, with

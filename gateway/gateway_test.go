@@ -237,6 +237,67 @@ func TestRateLimitedSendIsRetriedAfterRetryAfter(t *testing.T) {
 	}
 }
 
+// A 429 on the turn's streamed message holds its final message too: the
+// outbox sends it no sooner than retry_after after the 429, once.
+func TestRateLimitedStreamHoldsTheFinalMessage(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: 1500 * time.Millisecond})
+	h.model.Push(fakemodel.Step{Text: "patience pays"})
+	h.send(inbound("r2", "alice", "hi", dm))
+	recs := waitText(t, h.chat, "patience pays")
+	var failedAt, sentAt time.Time
+	for _, r := range recs {
+		if r.Op != channelstest.OpSend {
+			continue
+		}
+		if r.Err != nil && failedAt.IsZero() {
+			failedAt = r.At
+		}
+		if r.Err == nil && strings.Contains(r.Text(), "patience pays") {
+			sentAt = r.At
+		}
+	}
+	if failedAt.IsZero() {
+		t.Fatal("the streamed send was not rate limited")
+	}
+	if sentAt.Sub(failedAt) < 1500*time.Millisecond {
+		t.Fatalf("the final message went out %v after the 429, before retry_after (1.5s)", sentAt.Sub(failedAt))
+	}
+	if n := len(channelstest.Filter(recs, func(r channelstest.Record) bool {
+		return r.Op == channelstest.OpSend && r.Err == nil && strings.Contains(r.Text(), "patience pays")
+	})); n != 1 {
+		t.Fatalf("sent %d times, want once", n)
+	}
+}
+
+// The streamed first page and the final message that replaces a failed
+// stream send share one idempotency key, derived from the input: a send
+// the platform made but whose answer was lost (or a crash inside it) is
+// not posted twice where the surface honours keys. Other outbound messages
+// get the outbox item's key.
+func TestTurnPagesShareTheStreamKey(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.chat.FailSends(1, errors.New("connection reset"))
+	h.model.Push(fakemodel.Step{Text: "keyed answer"})
+	h.send(inbound("k1", "alice", "hi", dm))
+	recs := waitText(t, h.chat, "keyed answer")
+	var keys []string
+	for _, r := range recs {
+		if r.Op == channelstest.OpSend {
+			keys = append(keys, r.Message.Key)
+		}
+	}
+	if len(keys) < 2 || keys[0] == "" || keys[len(keys)-1] != keys[0] || !strings.HasPrefix(keys[0], "st-in-") {
+		t.Fatalf("send keys %q; want the failed streamed send's st-in-… key on the final send too", keys)
+	}
+	h.send(inbound("k2", "alice", "/help", dm))
+	help := waitText(t, h.chat, "Commands")
+	last := help[len(help)-1]
+	if !strings.HasPrefix(last.Message.Key, "ob-") {
+		t.Fatalf("a command reply has key %q, want the outbox item's ob-…", last.Message.Key)
+	}
+}
+
 func toolResults(req fakemodel.Request) []string {
 	var out []string
 	for _, m := range req.Messages {

@@ -176,7 +176,11 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 		_ = st.Retry(ctx, it.ID, time.Time{}, "bad body: "+err.Error(), true)
 		return true
 	}
-	msg.Key = "ob-" + strconv.FormatInt(it.ID, 10)
+	if msg.Key == "" {
+		// Stable across retries of this item; a turn's pages carry their
+		// own (stream.pageKey), shared with the streamed sends.
+		msg.Key = "ob-" + strconv.FormatInt(it.ID, 10)
+	}
 	var msgID string
 	switch it.Kind {
 	case OutboundEdit:

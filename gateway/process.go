@@ -32,7 +32,7 @@ func (p *processor) process(ctx context.Context, w *worker, it Item) (busy bool,
 		e.log.Error("dropping a queue item: "+why, "item", it.ID, "conversation", it.ConversationID, "err", err)
 		return false, e.opts.Store.Complete(ctx, it.ID)
 	}
-	ag, ok := e.opts.Agents[it.AgentID]
+	ag, ok := e.agentOf(it.ConversationID, it.AgentID)
 	if !ok {
 		return drop("its agent is not configured", fmt.Errorf("unknown agent %q", it.AgentID))
 	}
@@ -124,6 +124,9 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	}
 	start := time.Now()
 	s := newStream(ctx, e, loc, it.ConversationID, "", inputID(it), replyTo, parked)
+	if s.ad != nil {
+		in.Client = clientAt(s.ad, loc)
+	}
 	stopTyping := keepTyping(turnCtx, s.ad, loc)
 	res, err := ag.Turn(turnCtx, it.ConversationID, in, s)
 	stopTyping()
@@ -205,20 +208,29 @@ func (p *processor) finalItems(ctx context.Context, s *stream, loc channels.Loca
 	s.mu.Unlock()
 	final.Turn = res.TurnID
 	refs := s.pageRefs()
+	// The stream's last 429 holds for the final pages too: they go to the
+	// same chat, so sending them before retry_after is refused again.
+	limited := s.limitedUntil()
 	var out []Outbound
 	if len(final.Parts) > 0 {
 		for i, page := range channels.Paginate(final, s.caps) {
 			kind, msgID := OutboundSend, ""
 			if i < len(refs) && refs[i] != "" {
 				kind, msgID = OutboundEdit, refs[i]
-			} else if i == 0 {
-				page.ReplyTo = s.replyTo
+			} else {
+				if i == 0 {
+					page.ReplyTo = s.replyTo
+				}
+				page.Key = s.pageKey(i)
 			}
 			it, ok := p.outbox.item(kind, loc, page)
 			if !ok {
 				continue
 			}
 			it.MessageID = msgID
+			if limited.After(it.NextAt) {
+				it.NextAt = limited
+			}
 			out = append(out, it)
 		}
 	}

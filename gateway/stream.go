@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,6 +37,12 @@ type stream struct {
 	queue   []channels.LiveEvent
 	closed  bool
 	stopTok string // the Stop button's token, once made
+	// limited: a send or edit was refused with a rate limit until then; the
+	// turn's final message waits for it (see processor.finalItems).
+	limited time.Time
+	// reposts counts, per page, how often the page's message was lost and
+	// posted anew (see pageKey).
+	reposts map[int]int
 
 	wake chan struct{}
 	done chan struct{}
@@ -226,6 +233,9 @@ func (s *stream) edits(ctx context.Context) {
 			if err := s.showPage(ctx, i, page); err != nil {
 				if d, limited := channels.RetryAfter(err); limited {
 					last = time.Now().Add(d)
+					s.mu.Lock()
+					s.limited = s.env.now().Add(d)
+					s.mu.Unlock()
 				}
 				break
 			}
@@ -272,6 +282,10 @@ func (s *stream) showPage(ctx context.Context, i int, page channels.Message) err
 				// round posts this page anew.
 				s.mu.Lock()
 				s.refs[i], s.dirty = "", true
+				if s.reposts == nil {
+					s.reposts = map[int]int{}
+				}
+				s.reposts[i]++
 				s.mu.Unlock()
 			}
 			return err
@@ -280,6 +294,7 @@ func (s *stream) showPage(ctx context.Context, i int, page channels.Message) err
 		if i == 0 {
 			page.ReplyTo = s.replyTo
 		}
+		page.Key = s.pageKey(i)
 		mr, err := s.ad.Send(ctx, s.loc, page)
 		if err != nil {
 			return err
@@ -307,6 +322,31 @@ func (s *stream) stop() {
 	s.mu.Unlock()
 	close(s.done)
 	s.wg.Wait()
+}
+
+// pageKey is the idempotency key of the send of page i of the turn's
+// message: derived from the input, so the rerun of a turn after a crash
+// (and its final message, when nothing was streamed) sends with the key of
+// the message the crashed run posted or was posting, and a surface that
+// honours keys (Discord's nonce) returns that message instead of posting a
+// second one. A page whose message was lost gets a new key.
+func (s *stream) pageKey(i int) string {
+	s.mu.Lock()
+	n := s.reposts[i]
+	s.mu.Unlock()
+	key := "st-" + s.base.InputID + "/p" + strconv.Itoa(i)
+	if n > 0 {
+		key += "/r" + strconv.Itoa(n)
+	}
+	return key
+}
+
+// limitedUntil is when the platform's last rate limit of this stream ends
+// (zero: none).
+func (s *stream) limitedUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }
 
 // pageRefs returns the platform ids of the live message's pages.

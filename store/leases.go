@@ -80,3 +80,41 @@ func (db *DB) ReleaseLease(ctx context.Context, conversationID, owner string) er
 	}
 	return nil
 }
+
+// LeaseOwners returns the distinct owners of every lease (conversations
+// and host sessions), for the start-up sweep of a crashed process's leases.
+func (db *DB) LeaseOwners(ctx context.Context) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT owner FROM leases`)
+	if err != nil {
+		return nil, fmt.Errorf("lease owners: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("lease owners: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// DropLeasesOf deletes every lease of owner (a process known to be dead),
+// so its conversations are worked at once instead of after the leases
+// expire.
+func (db *DB) DropLeasesOf(ctx context.Context, owner string) (int64, error) {
+	var n int64
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE owner = ?`, owner)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("drop leases of %s: %w", owner, err)
+	}
+	return n, nil
+}

@@ -56,7 +56,8 @@ func runBash(ctx context.Context, raw json.RawMessage, env *agentcore.ToolEnv) a
 	if strings.TrimSpace(a.Command) == "" {
 		return missing("command")
 	}
-	if env.Runner == nil {
+	client := env.ShellClient()
+	if env.Runner == nil && client == nil {
 		return agentcore.ErrorResult("Bash is not available here: no command runner is configured.")
 	}
 	ms, note := BashDefaultTimeoutMS, ""
@@ -72,6 +73,9 @@ func runBash(ctx context.Context, raw json.RawMessage, env *agentcore.ToolEnv) a
 		}
 	}
 	timeout := time.Duration(ms) * time.Millisecond
+	if client != nil {
+		return bashViaClient(ctx, client, env, a.Command, timeout, note)
+	}
 	out, err := env.Runner.Run(ctx, sandbox.Cmd{
 		Command:  a.Command,
 		Dir:      env.Workspace,
@@ -85,6 +89,12 @@ func runBash(ctx context.Context, raw json.RawMessage, env *agentcore.ToolEnv) a
 	if err != nil {
 		return agentcore.ErrorResult("%sThe command could not be run: %v", note, err)
 	}
+	return bashResult(out, timeout, note, env)
+}
+
+// bashResult is a finished command's result: its text, clamped with the
+// full output in an overflow file.
+func bashResult(out sandbox.Output, timeout time.Duration, note string, env *agentcore.ToolEnv) agentcore.Result {
 	text := bashText(out, timeout)
 	if clamped, cut := sandbox.Clamp(text, MaxOutputChars); cut {
 		text = clamped

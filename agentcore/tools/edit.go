@@ -51,6 +51,34 @@ type editPlan struct {
 // planEdit reads the file and applies the replacement in memory. Failures
 // are messages for the model.
 func planEdit(workspace string, raw json.RawMessage) (editPlan, *agentcore.Result) {
+	return planEditWith(workspace, raw, readForEdit)
+}
+
+// readForEdit reads the file an edit changes from disk.
+func readForEdit(path, shown string) (string, *agentcore.Result) {
+	fail := func(format string, args ...any) (string, *agentcore.Result) {
+		r := agentcore.ErrorResult(format, args...)
+		return "", &r
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fail("File not found: %s. Check the path with Glob, or use Write to create it.", shown)
+		}
+		return fail("%s", fileError(shown, err))
+	}
+	if fi.IsDir() {
+		return fail("%s is a directory, not a file.", shown)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fail("%s", fileError(shown, err))
+	}
+	return string(data), nil
+}
+
+// planEditWith is planEdit with the file read by load.
+func planEditWith(workspace string, raw json.RawMessage, load func(path, shown string) (string, *agentcore.Result)) (editPlan, *agentcore.Result) {
 	var a editArgs
 	if res, ok := decodeArgs(raw, &a); !ok {
 		return editPlan{}, &res
@@ -79,21 +107,11 @@ func planEdit(workspace string, raw json.RawMessage) (editPlan, *agentcore.Resul
 	if oldS == newS {
 		return fail("old_string and new_string are the same; nothing would change.")
 	}
-	fi, err := os.Stat(p.path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fail("File not found: %s. Check the path with Glob, or use Write to create it.", p.shown)
-		}
-		return fail("%s", fileError(p.shown, err))
+	before, res := load(p.path, p.shown)
+	if res != nil {
+		return editPlan{}, res
 	}
-	if fi.IsDir() {
-		return fail("%s is a directory, not a file.", p.shown)
-	}
-	data, err := os.ReadFile(p.path)
-	if err != nil {
-		return fail("%s", fileError(p.shown, err))
-	}
-	p.before = string(data)
+	p.before = before
 	n := strings.Count(p.before, oldS)
 	if n == 0 && strings.Contains(p.before, "\r\n") && strings.Contains(oldS, "\n") {
 		// The model writes "\n"; the file uses CRLF line ends.
@@ -120,12 +138,25 @@ func toCRLF(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
 }
 
-func runEdit(_ context.Context, raw json.RawMessage, env *agentcore.ToolEnv) agentcore.Result {
-	p, res := planEdit(env.Workspace, raw)
+func runEdit(ctx context.Context, raw json.RawMessage, env *agentcore.ToolEnv) agentcore.Result {
+	var target struct {
+		FilePath string `json:"file_path"`
+	}
+	_ = json.Unmarshal(raw, &target)
+	client := env.FileClient(resolvePath(env.Workspace, target.FilePath), true)
+	load := readForEdit
+	if client != nil {
+		load = func(path, shown string) (string, *agentcore.Result) { return clientRead(ctx, client, path, shown) }
+	}
+	p, res := planEditWith(env.Workspace, raw, load)
 	if res != nil {
 		return *res
 	}
-	if _, _, err := writeAtomic(p.path, []byte(p.after)); err != nil {
+	if client != nil {
+		if res := clientWrite(ctx, client, p.path, p.shown, p.after); res != nil {
+			return *res
+		}
+	} else if _, _, err := writeAtomic(p.path, []byte(p.after)); err != nil {
 		return agentcore.ErrorResult("Cannot write %s: %v", p.shown, err)
 	}
 	what := "1 occurrence"

@@ -75,6 +75,9 @@ func runRead(ctx context.Context, raw json.RawMessage, env *agentcore.ToolEnv) a
 	}
 	path := resolvePath(env.Workspace, a.FilePath)
 	shown := displayPath(env.Workspace, path)
+	if c := env.FileClient(path, false); c != nil {
+		return readViaClient(ctx, c, path, shown, offset, limit)
+	}
 
 	fi, err := os.Stat(path)
 	if err != nil {

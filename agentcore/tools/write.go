@@ -49,7 +49,7 @@ func pathResource(raw json.RawMessage, env *agentcore.ToolEnv) agentcore.Resourc
 	return agentcore.Resource{Kind: agentcore.ResourceWrite, Path: resolvePath(env.Workspace, a.FilePath)}
 }
 
-func runWrite(_ context.Context, raw json.RawMessage, env *agentcore.ToolEnv) agentcore.Result {
+func runWrite(ctx context.Context, raw json.RawMessage, env *agentcore.ToolEnv) agentcore.Result {
 	var a writeArgs
 	if res, ok := decodeArgs(raw, &a); !ok {
 		return res
@@ -62,6 +62,9 @@ func runWrite(_ context.Context, raw json.RawMessage, env *agentcore.ToolEnv) ag
 	}
 	path := resolvePath(env.Workspace, a.FilePath)
 	shown := displayPath(env.Workspace, path)
+	if c := env.FileClient(path, true); c != nil {
+		return writeViaClient(ctx, c, path, shown, *a.Content)
+	}
 	existed, oldSize, err := writeAtomic(path, []byte(*a.Content))
 	if err != nil {
 		return agentcore.ErrorResult("Cannot write %s: %v", shown, err)

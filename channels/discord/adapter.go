@@ -107,6 +107,10 @@ type Adapter struct {
 
 	me      atomic.Pointer[identity]
 	started atomic.Bool
+	// identified is closed at the first READY (the application id is known
+	// from then on, when the config did not give it).
+	identified     chan struct{}
+	identifiedOnce sync.Once
 
 	// Gateway plumbing (see gateway.go).
 	events       chan gwEvent     // READY, RESUMED, MESSAGE_CREATE, in order
@@ -204,6 +208,7 @@ func New(opts Options) (*Adapter, error) {
 			maxImages:   maxImages,
 			maxDownload: opts.MaxDownload,
 		},
+		identified:   make(chan struct{}),
 		events:       make(chan gwEvent, 1024),
 		interactions: make(chan interaction, 64),
 		stop:         make(chan struct{}),

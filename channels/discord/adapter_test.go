@@ -419,6 +419,37 @@ func TestSendWithKeyPostsOnce(t *testing.T) {
 	}
 }
 
+// A send whose nonce names a message made earlier for the same key, but
+// showing an earlier state (a streamed first page, with a Stop button, when
+// the process died), leaves that one message showing this send.
+func TestSendWithKeyUpdatesTheEarlierMessage(t *testing.T) {
+	e := start(t, nil)
+	l := loc(dt.TextChannelID, "")
+	early := channels.Message{Key: "st-in-c-1/p0", Parts: []channels.Part{channels.Text{Markdown: "An answer i"},
+		channels.Buttons{Rows: [][]channels.Button{{{Label: "Stop", Token: "stop-token"}}}}}}
+	first, err := e.a.Send(e.ctx, l, early)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := channels.Message{Key: early.Key, Parts: []channels.Part{channels.Text{Markdown: "An answer in full."}}}
+	again, err := e.a.Send(e.ctx, l, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := e.srv.Messages(dt.TextChannelID)
+	if again.ID != first.ID || len(ms) != 1 || ms[0].Content != "An answer in full." || len(ms[0].Tokens) != 0 {
+		t.Fatalf("refs %s, %s; messages %+v: want the one message showing the final text without buttons", first.ID, again.ID, ms)
+	}
+	// A retry that finds the message as it should be edits nothing.
+	edits := ms[0].Edits
+	if _, err := e.a.Send(e.ctx, l, final); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := e.srv.Message(first.ID); m.Edits != edits {
+		t.Errorf("a retry of a send Discord shows already edited it (%d edits, want %d)", m.Edits, edits)
+	}
+}
+
 func TestRateLimits(t *testing.T) {
 	e := start(t, nil)
 	l := loc(dt.TextChannelID, "")

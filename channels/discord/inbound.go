@@ -68,6 +68,7 @@ func (a *Adapter) ready(ctx context.Context, h channels.Handler, raw json.RawMes
 	if me.ID != "" {
 		a.me.Store(&me)
 	}
+	a.identifiedOnce.Do(func() { close(a.identified) })
 	a.log.Info("discord gateway ready", "bot", me.Username, "id", me.ID)
 	a.catchUp(ctx, h)
 }

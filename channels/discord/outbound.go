@@ -78,8 +78,36 @@ type outAttachment struct {
 }
 
 type sentMessage struct {
-	ID        string `json:"id"`
-	ChannelID string `json:"channel_id"`
+	ID         string `json:"id"`
+	ChannelID  string `json:"channel_id"`
+	Content    string `json:"content"`
+	Components []row  `json:"components"`
+}
+
+// shows reports whether a message Discord answered a create with shows
+// om's text and buttons. A create with a nonce Discord has seen answers
+// with the message made then, which may show an earlier state (the first
+// page of an answer that was streaming when the process died).
+func (sent sentMessage) shows(om outMessage) bool {
+	if strings.TrimSpace(sent.Content) != strings.TrimSpace(om.Content) {
+		return false
+	}
+	var got, want []button
+	for _, r := range sent.Components {
+		got = append(got, r.Components...)
+	}
+	for _, r := range om.Components {
+		want = append(want, r.Components...)
+	}
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].CustomID != want[i].CustomID || got[i].Label != want[i].Label {
+			return false
+		}
+	}
+	return true
 }
 
 // noMentions lets no text ping anyone: model text cannot reach @everyone,
@@ -195,6 +223,14 @@ func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Me
 		}
 		if err != nil {
 			return first, err
+		}
+		if om.Nonce != "" && sent.ID != "" && !sent.shows(om) {
+			// The nonce named a message made earlier for this key: make it
+			// show what this send shows.
+			body := map[string]any{"content": om.Content, "components": om.Components, "allowed_mentions": om.AllowedMentions}
+			if err := a.call(ctx, "edit message", http.MethodPatch, discordgo.EndpointChannelMessage(cid, sent.ID), discordgo.EndpointChannelMessages(cid), body, nil); err != nil {
+				return first, err
+			}
 		}
 		if i == 0 {
 			first = channels.MessageRef{Location: loc, ID: sent.ID}
@@ -362,9 +398,18 @@ func (a *Adapter) DirectLocation(ctx context.Context, userID string) (channels.L
 // RegisterCommands implements channels.CommandRegistrar: it overwrites the
 // application's slash commands with the gateway's table, per configured
 // guild (instant) or globally when no guilds are configured. A command with
-// arguments takes one optional text option, "args".
+// arguments takes one optional text option, "args". Without a configured
+// application id it waits for the gateway's READY (Start connects), which
+// names the application, as long as ctx allows.
 func (a *Adapter) RegisterCommands(ctx context.Context, cmds []channels.Command) error {
 	app := a.appID()
+	if app == "" {
+		select {
+		case <-a.identified:
+			app = a.appID()
+		case <-ctx.Done():
+		}
+	}
 	if app == "" {
 		return errors.New("discord: the application id is not known yet: set channels.discord.application_id, or wait for the gateway to connect")
 	}

@@ -122,9 +122,6 @@ type Adapter struct {
 	me      atomic.Pointer[identity]
 	meMu    sync.Mutex // serializes a lazy auth.test
 	started atomic.Bool
-	// caughtUp is set after the first catch-up of the process: until then
-	// the adapter cannot tell what the gateway handled before a restart.
-	caughtUp atomic.Bool
 
 	mu   sync.Mutex
 	live *run // set while Start runs

@@ -20,7 +20,10 @@ import (
 // as for live events, so the gateway's dedupe makes handing over a message
 // it already has harmless; the adapter's memory of what it handed over only
 // saves the calls. Nothing durable is kept here: after a restart the
-// gateway's dedupe is what prevents a second turn.
+// gateway's dedupe is what prevents a second turn — also for commands typed
+// in a thread, which the gateway dedupes whether it queues them or acts at
+// once (/stop, /approve), so a command typed while serve was down runs
+// once and one it already ran does not run again.
 
 // Catch-up limits per conversation.
 const (
@@ -51,7 +54,6 @@ func (a *Adapter) catchUpAll(ctx context.Context, h channels.Handler) {
 		}
 		return
 	}
-	defer a.caughtUp.Store(true)
 	n, handed := 0, 0
 	for _, loc := range locs {
 		if ctx.Err() != nil {
@@ -115,13 +117,6 @@ func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channe
 		}
 		d, why := convertMessage(m, me, loc.ChatID, false)
 		if why != "" || d.in.Location.ThreadID != loc.ThreadID {
-			continue
-		}
-		if !a.caughtUp.Load() && strings.HasPrefix(d.in.Text, "/") {
-			// A command from before a restart (/stop, /approve) is not run
-			// again: the gateway acts on some of those at once, without a
-			// dedupe record. Later catch-ups skip it too.
-			a.accepted.put("message:"+d.in.EventID, struct{}{})
 			continue
 		}
 		if a.accepted.has("message:" + d.in.EventID) {

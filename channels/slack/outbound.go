@@ -19,7 +19,6 @@ import (
 // Block Kit limits the adapter keeps to.
 const (
 	maxSectionText = 3000 // characters of a section's text
-	maxBlocks      = 50   // blocks of one message
 	maxButtonText  = 75   // characters of a button's label
 	maxRowButtons  = 25   // elements of one actions block
 	placeholder    = "…"  // text of a message that has only buttons
@@ -82,16 +81,18 @@ func cutRunes(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// groups splits rendered chunks into messages of at most maxBlocks-2
-// sections (the gateway paginates, so there is normally one chunk).
+// groups puts each rendered chunk in a message of its own, so that every
+// message is at most MaxMessageLen (the gateway paginates, so there is
+// normally one chunk); no chunks is one message for the buttons alone.
 func groups(chunks []string) [][]string {
-	const per = maxBlocks - 10
-	var out [][]string
-	for len(chunks) > per {
-		out = append(out, chunks[:per])
-		chunks = chunks[per:]
+	if len(chunks) == 0 {
+		return [][]string{nil}
 	}
-	return append(out, chunks)
+	out := make([][]string, len(chunks))
+	for i, c := range chunks {
+		out[i] = []string{c}
+	}
+	return out
 }
 
 func chatOf(loc channels.Location) (string, error) {

@@ -110,22 +110,23 @@ func TestCatchUpAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	missed := e.srv.Post(slacktest.General, slacktest.Grace, "make it 4 people", slacktest.InThread(root.TS), slacktest.Quietly())
-	e.srv.Post(slacktest.General, slacktest.Ada, "/stop", slacktest.InThread(root.TS), slacktest.Quietly())
+	stop := e.srv.Post(slacktest.General, slacktest.Ada, "/stop", slacktest.InThread(root.TS), slacktest.Quietly())
 	dm := e.srv.DM(slacktest.Ada)
 	dmMissed := e.srv.Post(dm, slacktest.Ada, "are you there?", slacktest.Quietly())
 	e.threads.add(loc)
 	e.threads.add(channels.Location{Channel: Name, Account: slacktest.TeamID, ChatID: dm})
 	e.threads.add(channels.Location{Channel: "telegram", ChatID: "42", ThreadID: "1"}) // not ours
 	e.run(t)
-	got := e.rec.waitInbound(t, e.ctx, 3)
+	got := e.rec.waitInbound(t, e.ctx, 4)
 	var ids []string
 	for _, in := range got {
 		ids = append(ids, in.EventID)
 	}
 	// The mention itself is handed over again (the gateway has it and
-	// dedupes it); the reply from before the bot joined, and the command,
-	// are not.
-	want := []string{slacktest.General + ":" + asked.TS, slacktest.General + ":" + missed.TS, dm + ":" + dmMissed.TS}
+	// dedupes it), and so is the command (the gateway dedupes commands
+	// too, also those it acts on at once); the reply from before the bot
+	// joined is not.
+	want := []string{slacktest.General + ":" + asked.TS, slacktest.General + ":" + missed.TS, slacktest.General + ":" + stop.TS, dm + ":" + dmMissed.TS}
 	if diff := cmp.Diff(want, ids); diff != "" {
 		t.Errorf("caught-up event ids (-want +got):\n%s", diff)
 	}
@@ -140,13 +141,13 @@ func TestCatchUpAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.srv.Post(dm, slacktest.Ada, "new one")
-	got = e.rec.waitInbound(t, e.ctx, 4)
-	if len(got) != 4 || got[3].Text != "new one" {
+	got = e.rec.waitInbound(t, e.ctx, 5)
+	if len(got) != 5 || got[4].Text != "new one" {
 		t.Errorf("after the reconnect: %q", texts(got))
 	}
 	calls := e.srv.Calls("conversations.replies")
-	if oldest := calls[len(calls)-1].Params["oldest"]; oldest != missed.TS {
-		t.Errorf("the second catch-up fetched after %s; want after the last message handed over (%s)", oldest, missed.TS)
+	if oldest := calls[len(calls)-1].Params["oldest"]; oldest != stop.TS {
+		t.Errorf("the second catch-up fetched after %s; want after the last message handed over (%s)", oldest, stop.TS)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// cookieName is the session cookie. Its value is a random session id that
-// exists only in this process's memory.
+// cookieName is the session cookie. Its value is a random session id; the
+// store (SessionStore) keeps only its hash.
 const cookieName = "switchboard_session"
 
 // csrfHeader must be present on every POST to /api/: a cross-origin page
@@ -36,9 +36,22 @@ func securityHeaders(next http.Handler) http.Handler {
 }
 
 // validToken compares a presented token with the configured one in constant
-// time (for equal lengths; the length itself is not secret).
+// time (for equal lengths; the length itself is not secret). A one-time
+// token is valid for one login.
 func (a *Adapter) validToken(s string) bool {
-	return subtle.ConstantTimeCompare([]byte(s), a.token) == 1
+	if subtle.ConstantTimeCompare([]byte(s), a.token) != 1 {
+		return false
+	}
+	if !a.oneTime {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.tokenUsed {
+		return false
+	}
+	a.tokenUsed = true
+	return true
 }
 
 // newSession records a session and sets its cookie.
@@ -62,6 +75,7 @@ func (a *Adapter) newSession(w http.ResponseWriter, r *http.Request) {
 	}
 	a.sessions[id] = now.Add(sessionTTL)
 	a.mu.Unlock()
+	a.storeSession(id, now.Add(sessionTTL))
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    id,
@@ -80,13 +94,14 @@ func (a *Adapter) hasSession(r *http.Request) bool {
 		return false
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	exp, ok := a.sessions[c.Value]
 	if ok && time.Now().After(exp) {
 		delete(a.sessions, c.Value)
+		a.mu.Unlock()
 		return false
 	}
-	return ok
+	a.mu.Unlock()
+	return ok || a.storedSession(c.Value)
 }
 
 func (a *Adapter) endSession(w http.ResponseWriter, r *http.Request) {
@@ -94,6 +109,7 @@ func (a *Adapter) endSession(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		delete(a.sessions, c.Value)
 		a.mu.Unlock()
+		a.forgetSession(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})

@@ -38,6 +38,11 @@ var ErrMessageNotFound = errors.New("web: message not found")
 
 // Options configure the web channel.
 type Options struct {
+	// Sessions keeps logins across restarts; nil keeps them in memory.
+	Sessions SessionStore
+	// OneTimeToken: Token is a login link printed once (no token was
+	// configured): it logs in once, then only sessions work.
+	OneTimeToken bool
 	// Token is the login token; required. The caller generates a random one
 	// when the configuration has none.
 	Token string
@@ -57,13 +62,15 @@ type Options struct {
 // Adapter is the web channel. Create it with New; mount Handler on the HTTP
 // listener and run Start.
 type Adapter struct {
-	token     []byte
-	user      string
-	maxUpload int64
-	log       *slog.Logger
-	epoch     string // distinguishes this process's event ids from an earlier one's
-	mux       http.Handler
-	logins    *loginLimiter
+	token        []byte
+	oneTime      bool
+	sessionStore SessionStore
+	user         string
+	maxUpload    int64
+	log          *slog.Logger
+	epoch        string // distinguishes this process's event ids from an earlier one's
+	mux          http.Handler
+	logins       *loginLimiter
 
 	mu        sync.Mutex
 	handler   channels.Handler
@@ -73,7 +80,8 @@ type Adapter struct {
 	seq       uint64        // last change number, across all chats
 	notice    string
 	noticeSeq uint64
-	sessions  map[string]time.Time // session id → expiry
+	sessions  map[string]time.Time // session id → expiry (a cache of the store's)
+	tokenUsed bool                 // the one-time token logged in once
 	chats     map[string]*chat
 	files     map[string]storedFile
 	subs      map[*subscriber]struct{}
@@ -142,6 +150,9 @@ func New(opts Options) *Adapter {
 		files:     map[string]storedFile{},
 		subs:      map[*subscriber]struct{}{},
 		logins:    newLoginLimiter(opts.Now),
+
+		sessionStore: opts.Sessions,
+		oneTime:      opts.OneTimeToken,
 	}
 	a.mux = a.routes()
 	return a

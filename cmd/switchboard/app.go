@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,6 +27,7 @@ type app struct {
 	registry *sandbox.Registry
 	runner   *sandbox.Runner
 	log      *slog.Logger
+	owner    string // this process in leases (leaseOwner)
 }
 
 // loadConfig locates and loads the configuration.
@@ -78,7 +78,9 @@ func openApp(ctx context.Context, s *streams) (*app, error) {
 		log.Info("killed tool process groups left by a crashed run", "groups", n)
 	}
 	runner := sandbox.NewRunner(sandbox.Options{Redactor: red, Registry: reg})
-	return &app{cfg: cfg, store: db, redactor: red, registry: reg, runner: runner, log: log}, nil
+	a := &app{cfg: cfg, store: db, redactor: red, registry: reg, runner: runner, log: log, owner: leaseOwner()}
+	a.dropDeadLeases(ctx)
+	return a, nil
 }
 
 func (a *app) Close() error { return a.store.Close() }
@@ -105,6 +107,9 @@ type agentOptions struct {
 	allowNoModel bool
 	// observeStep, when set, is told how long each model call took.
 	observeStep func(time.Duration)
+	// workspace, when set, replaces the agent's workspace (an ACP
+	// session works in the directory the person opened in the editor).
+	workspace string
 }
 
 // agent builds the named agent with its provider, memory, tools and
@@ -123,6 +128,9 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		if err := pc.Check(); err != nil {
 			return nil, err
 		}
+	}
+	if o.workspace != "" {
+		ac.Workspace = o.workspace
 	}
 	modeName := ac.PermissionMode
 	if o.permissionMode != "" {
@@ -195,6 +203,11 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		Writable:    []string{ac.Workspace, memDir},
 		Hidden:      []string{a.cfg.Home},
 		Recall:      a.store,
+		// acp_client_tools: an ACP editor that offers fs/terminal does the
+		// file work and runs commands; never Bash of a confined agent (the
+		// editor's terminal is not confined).
+		ClientRoute: agentcore.ClientRoute{Files: ac.ACPClientTools,
+			Shell: ac.ACPClientTools && sandbox.Confinement(ac.Sandbox) != sandbox.ConfineBwrap},
 	}
 	// Sub-agent types: $SWITCHBOARD_HOME/subagents, then the workspace's
 	// .switchboard/subagents (a later file of a name wins).
@@ -215,7 +228,9 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		Approvers:       ac.Approvers,
 		ApprovalTimeout: a.cfg.Approvals.Timeout,
 		Subagents:       types,
+		FixedMode:       o.permissionMode != "",
 	}, agentcore.Deps{
+		Owner:    a.owner,
 		Store:    a.store,
 		Provider: provider,
 		Tools:    agentcore.NewTools(tools.WithSubagents(agentcore.MergeSubagents(types...))...),
@@ -308,26 +323,4 @@ func (t timedProvider) Step(ctx context.Context, req agentcore.Request, onDelta 
 	res, err := t.p.Step(ctx, req, onDelta)
 	t.observe(time.Since(start))
 	return res, err
-}
-
-// waitTurn runs a turn, waiting up to wait for a busy conversation's
-// lease.
-func waitTurn(ctx context.Context, ag *agentcore.Agent, convID string, in agentcore.Input, sink agentcore.Sink, wait time.Duration, notify func()) (agentcore.TurnResult, error) {
-	deadline := time.Now().Add(wait)
-	notified := false
-	for {
-		res, err := ag.Turn(ctx, convID, in, sink)
-		if !errors.Is(err, agentcore.ErrBusy) || time.Now().After(deadline) {
-			return res, err
-		}
-		if !notified && notify != nil {
-			notify()
-			notified = true
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

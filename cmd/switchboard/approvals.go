@@ -10,6 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/headless"
+	"github.com/switchboard-gw/switchboard/gateway"
 	"github.com/switchboard-gw/switchboard/store"
 )
 
@@ -20,7 +23,7 @@ func newApprovalsCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "approvals",
 		Aliases: []string{"approval"},
-		Short:   "See the tool calls waiting for a person's decision",
+		Short:   "See and decide the tool calls waiting for a person's decision",
 	}
 	cmd.PersistentFlags().StringVar(&configFile, "config", "", "config file (default: $SWITCHBOARD_CONFIG, else $SWITCHBOARD_HOME/switchboard.toml)")
 	var asJSON bool
@@ -34,7 +37,69 @@ func newApprovalsCmd(s *streams) *cobra.Command {
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(list)
+	for _, verb := range []string{"approve", "deny"} {
+		var reason string
+		var always bool
+		c := &cobra.Command{
+			Use:   verb + " ID",
+			Short: map[string]string{"approve": "Approve a pending tool call (the turn resumes in the process that runs its chat)", "deny": "Deny a pending tool call, with an optional reason the model reads"}[verb],
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return decideApproval(cmd.Context(), s, configFile, args[0], verb, always, reason)
+			},
+		}
+		c.Flags().StringVar(&reason, "reason", "", "why (the model reads it)")
+		if verb == "approve" {
+			c.Flags().BoolVar(&always, "always", false, "also store the approval's rule for the agent (like the Always button)")
+		}
+		cmd.AddCommand(c)
+	}
 	return cmd
+}
+
+// decideApproval decides one approval through the gateway's one decide
+// path, as the local operator; the resume it queues is worked by the
+// process that runs the approval's chat (serve, or the run/chat that asked).
+func decideApproval(ctx context.Context, s *streams, configFile, id, verb string, always bool, reason string) error {
+	cfg, err := loadConfigWith(configFile)
+	if err != nil {
+		return err
+	}
+	db, err := openExistingStore(ctx, cfg.Home)
+	if errors.Is(err, errNoData) {
+		return fmt.Errorf("approval %s not found: there is no data yet in %s; `switchboard approvals list` shows pending ones", id, cfg.Home)
+	}
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.Approval(ctx, id); errors.Is(err, agentcore.ErrNotFound) {
+		return fmt.Errorf("approval %s not found; `switchboard approvals list` shows pending ones", id)
+	}
+	agentOpts := map[string]gateway.AgentOptions{}
+	for name, ac := range cfg.Agents {
+		agentOpts[name] = gateway.AgentOptions{Approvers: ac.Approvers, ApprovalRoutes: ac.ApprovalRoutes}
+	}
+	d := gateway.NewDecider(gateway.DeciderOptions{Store: db, AgentStore: db, AgentOptions: agentOpts})
+	action := gateway.ButtonApprove
+	switch {
+	case verb == "deny":
+		action = gateway.ButtonDeny
+	case always:
+		action = gateway.ButtonAlways
+	}
+	res, err := d.Decide(ctx, gateway.DecideRequest{ApprovalID: id, Action: action, By: channels.QualifiedID(headless.Name, localUser().ID), Reason: reason, Operator: true})
+	if err != nil {
+		return err
+	}
+	if !res.Decided {
+		return fmt.Errorf("approval %s: %s", id, res.Reply)
+	}
+	fmt.Fprintln(s.out, res.Reply)
+	if res.Resumed {
+		fmt.Fprintln(s.out, "The turn resumes in the process that runs its chat.")
+	}
+	return nil
 }
 
 // pendingApproval is one row of `approvals list`.

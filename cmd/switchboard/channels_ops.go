@@ -40,6 +40,18 @@ func chatChannels() []chatChannel {
 			check:   checkTelegram,
 			init:    func() initChannel { return &telegramInit{} },
 		},
+		{
+			name:    "slack",
+			enabled: func(cfg *config.Config) bool { return cfg.Channels.Slack != nil },
+			check:   checkSlack,
+			init:    func() initChannel { return newSlackInit() },
+		},
+		{
+			name:    "discord",
+			enabled: func(cfg *config.Config) bool { return cfg.Channels.Discord != nil },
+			check:   checkDiscord,
+			init:    func() initChannel { return &discordInit{} },
+		},
 	}
 }
 

@@ -109,3 +109,18 @@ func TestChatApprovalPrompts(t *testing.T) {
 		t.Errorf("the model was not told the reason: %+v", last)
 	}
 }
+
+// TestChatNewConversation: after /new the terminal talks to the new
+// conversation (the process works it).
+func TestChatNewConversation(t *testing.T) {
+	e := newEnv(t, fakemodel.Step{Text: "first answer"}, fakemodel.Step{Text: "answer in the new conversation"})
+	r := e.run("hello\n/new\nhello again\n/exit\n", "chat")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"first answer", "Started a new conversation", "answer in the new conversation"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("chat output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

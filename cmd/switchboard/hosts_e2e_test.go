@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/switchboard-gw/switchboard/channels/web/webtest"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
 
@@ -209,6 +213,139 @@ func TestWebAskSurvivesRestart(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(e.workspace, f)); err != nil {
 					t.Errorf("%s was not made", f)
 				}
+			}
+			validTranscript(t, e.transcript())
+		})
+	}
+}
+
+// The web restart scenario in a real browser (headless Chromium), for
+// SIGTERM and SIGKILL: after the restart the old login session still
+// works, the conversation reopened from the sidebar shows the pending
+// approval with working buttons and the tool as not yet run, and Approve
+// runs it and the answer arrives.
+func TestWebRestartInBrowser(t *testing.T) {
+	webtest.Require(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := newEnv(t)
+			e.model.SetResponder(func(req fakemodel.Request) fakemodel.Step {
+				if last := req.LastMessage(); last.Role == "tool" {
+					return fakemodel.Step{Text: "Made it after the restart."}
+				}
+				return bashStep("call_r", "touch made-after-restart")
+			})
+			e.writeServeConfig("")
+			p := e.startServe()
+			ctx := webtest.Browser(t)
+			js := func(expr string) chromedp.Action[chromedp.Void] {
+				return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := chromedp.Poll[bool](expr)(ctx, tg)
+					return err
+				})
+			}
+			has := func(s string) chromedp.Action[chromedp.Void] {
+				return js("document.getElementById('messages').innerText.includes(" + jsString(s) + ")")
+			}
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(p.url()+"/?token="+webToken),
+				chromedp.WaitVisible(chromedp.ID("input")),
+				chromedp.SendKeys(chromedp.ID("input"), "please make the file"+kb.Enter),
+				has("Approval needed"),
+			); err != nil {
+				t.Fatalf("ask: %v\n%s", err, p.stderr.String())
+			}
+			if sig == syscall.SIGTERM {
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+				<-p.done
+			} else {
+				p.kill()
+			}
+			p2 := e.startServe()
+			// Same origin as before (the cookie is for 127.0.0.1): no token in
+			// the address, the stored session logs the page in.
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(p2.url()+"/"),
+				chromedp.WaitVisible(chromedp.ID("chat-list")),
+				js("[...document.querySelectorAll('#chat-list .chat-item')].some(b => b.innerText.includes('please make the file'))"),
+				js("([...document.querySelectorAll('#chat-list .chat-item')].find(b => b.innerText.includes('please make the file')).click(), true)"),
+				has("Approval needed"),
+				js("document.querySelector('.tool.status-pending') !== null && document.querySelector('.tool.status-done') === null"),
+			); err != nil {
+				t.Fatalf("reopen after restart: %v\n%s", err, p2.stderr.String())
+			}
+			webtest.Screenshot(t, ctx, "restart-"+sig.String()+".png")
+			if err := chromedp.Do(ctx,
+				chromedp.Click(chromedp.CSS(".buttons button.primary")),
+				has("Made it after the restart."),
+			); err != nil {
+				t.Fatalf("approve after restart: %v\n%s", err, p2.stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(e.workspace, "made-after-restart")); err != nil {
+				t.Fatal("the approved command did not run")
+			}
+		})
+	}
+}
+
+// SIGKILL after a resumed turn appended the decided tool's result but
+// before the next model call: after restart the answer arrives exactly once
+// (approve and deny variants).
+func TestKillBetweenResultAndNextModelCall(t *testing.T) {
+	for _, decision := range []string{"Approve", "Deny"} {
+		t.Run(decision, func(t *testing.T) {
+			hold := make(chan struct{})
+			t.Cleanup(func() {
+				select {
+				case <-hold:
+				default:
+					close(hold)
+				}
+			})
+			e := newEnv(t)
+			e.model.SetResponder(func(req fakemodel.Request) fakemodel.Step {
+				if req.LastMessage().Role == "tool" {
+					return fakemodel.Step{Text: "never sent", Block: hold}
+				}
+				return bashStep("call_k", "touch killed-between")
+			})
+			e.writeServeConfig("")
+			p := e.startServe()
+			web := newWebClient(t, p.url())
+			chat := web.newChat()
+			w := web.watch(chat)
+			web.say(chat, "k1", "make it")
+			ask := w.waitFor(t, "Approval needed")
+			web.post("/api/actions", map[string]string{"token": buttonToken(t, ask, decision), "chat": chat, "message": ask.ID})
+			// The resumed turn appended the result and now waits in its next model call.
+			eventually(t, 30*time.Second, "the model call after the tool result", func() bool {
+				for _, r := range e.model.Requests() {
+					if r.LastMessage().Role == "tool" {
+						return true
+					}
+				}
+				return false
+			})
+			p.kill()
+			e.model.SetResponder(func(req fakemodel.Request) fakemodel.Step {
+				return fakemodel.Step{Text: "the one answer after the restart"}
+			})
+			p2 := e.startServe()
+			web2 := newWebClient(t, p2.url())
+			w2 := web2.watch(chat)
+			w2.waitFor(t, "the one answer after the restart")
+			// Exactly once in the transcript, and once on the page.
+			n := 0
+			for _, m := range e.transcript() {
+				if strings.Contains(m.Text(), "the one answer after the restart") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("the answer is %d times in the transcript, want 1", n)
+			}
+			if ms := w2.find("the one answer after the restart"); len(ms) != 1 {
+				t.Fatalf("the page shows the answer in %d messages, want 1", len(ms))
 			}
 			validTranscript(t, e.transcript())
 		})

@@ -64,6 +64,8 @@ func TestInitInteractiveThroughATerminal(t *testing.T) {
 		{"user id", "@me"}, // refused: not numeric, asked again
 		{"is not a numeric user id", "4242"},
 		{"polling or webhook [polling]", ""},
+		{"Enable Slack", ""},   // the default: no
+		{"Enable Discord", ""}, // the default: no
 	}
 	seen := 0
 	for _, a := range answers {

@@ -37,6 +37,23 @@ func TestInitRendersValidConfigs(t *testing.T) {
 		{"telegram webhook", func(a *initAnswers) {
 			a.channels = tg(func(t *telegramInit) { t.webhookURL = "https://bot.example.com/telegram/webhook" })
 		}, []string{`mode = "webhook"`, `webhook_secret = "${TELEGRAM_WEBHOOK_SECRET}"`, `allow_users = []`}, nil},
+		{"slack socket mode", func(a *initAnswers) {
+			sl := newSlackInit()
+			sl.enabled, sl.users = true, []string{"U012ABCDEF"}
+			a.channels = []initChannel{sl}
+		}, []string{"[channels.slack]", `mode = "socket"`, `bot_token = "${SLACK_BOT_TOKEN}"`, `app_token = "${SLACK_APP_TOKEN}"`, `admins = ["U012ABCDEF"]`},
+			[]string{"signing_secret"}},
+		{"slack http mode", func(a *initAnswers) {
+			sl := newSlackInit()
+			sl.mode = "http"
+			a.channels = []initChannel{sl}
+		}, []string{`mode = "http"`, `signing_secret = "${SLACK_SIGNING_SECRET}"`, "public_url", `allow_users = []`}, []string{"app_token"}},
+		{"discord", func(a *initAnswers) {
+			a.channels = []initChannel{&discordInit{tokenEnv: "DISCORD_BOT_TOKEN", appID: "123456789012345678", users: []string{"80351110224678912"}}}
+		}, []string{`token = "${DISCORD_BOT_TOKEN}"`, `application_id = "123456789012345678"`, `allow_users = ["80351110224678912"]`, "auto_thread = true"}, nil},
+		{"discord without application id", func(a *initAnswers) {
+			a.channels = []initChannel{&discordInit{tokenEnv: "DISCORD_BOT_TOKEN", enabled: true}}
+		}, []string{"[channels.discord]", `# application_id = `, `admins = []`}, []string{"\napplication_id"}},
 		{"container-style", func(a *initAnswers) {
 			a.listen, a.webTokenEnv, a.sandbox, a.permissionMode = "0.0.0.0:7700", "SWITCHBOARD_WEB_TOKEN", "bwrap", "acceptEdits"
 		}, []string{`token = "${SWITCHBOARD_WEB_TOKEN}"`, "reachable from other machines"}, nil},
@@ -154,6 +171,8 @@ func TestInitFlagErrors(t *testing.T) {
 		{[]string{"init", "--non-interactive", "--model", "m", "--base-url", "ftp://x"}, "--base-url"},
 		{[]string{"init", "--non-interactive", "--model", "m", "--api-key-env", "NOT A NAME"}, "--api-key-env"},
 		{[]string{"init", "--non-interactive", "--model", "m", "--telegram-user", "@alice"}, "user id"},
+		{[]string{"init", "--non-interactive", "--model", "m", "--slack-user", "ada"}, "--slack-user"},
+		{[]string{"init", "--non-interactive", "--model", "m", "--slack-mode", "rtm"}, "--slack-mode"},
 	} {
 		r := e.run("", tc.args...)
 		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {

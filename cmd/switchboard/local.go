@@ -48,6 +48,7 @@ type localSession struct {
 	conv     string
 	leases   agentcore.Leases
 	tasks    agentcore.Tasks
+	bindings gateway.Bindings
 	owner    string
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -78,7 +79,8 @@ func (a *app) newLocalSession(ctx context.Context, host, agentID, convID string)
 		leases:   a.store,
 		tasks:    a.store,
 		known:    map[string]bool{},
-		owner:    fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:6]),
+		bindings: a.store,
+		owner:    a.owner,
 		leaseTTL: 10 * time.Second,
 	}
 	if err := a.store.Bind(ctx, gateway.Binding{Location: s.loc.String(), AgentID: agentID, ConversationID: convID}); err != nil {
@@ -113,31 +115,36 @@ func (s *localSession) Close() {
 	_ = s.leases.ReleaseLease(context.Background(), presenceKey(s.loc.String()), s.owner)
 }
 
-// works reports whether the process works the conversation: its own, and
-// the child conversations of the tasks it started (and of theirs), whose
-// items carry this session's location.
+// works reports whether the process works the conversation: the one it
+// started with, or the one its location is bound to now (after /new), and
+// the child conversations of the tasks those started (and of theirs),
+// whose items carry this session's location.
 func (s *localSession) works(conv string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	s.mu.Lock()
-	v, ok := s.known[conv]
-	if conv == s.conv {
-		v, ok = !s.closing, true
-	}
+	closing := s.closing
+	v, known := s.known[conv]
 	s.mu.Unlock()
-	if ok {
+	bound := ""
+	if b, err := s.bindings.Binding(ctx, s.loc.String()); err == nil {
+		bound = b.ConversationID
+	}
+	if conv == s.conv || conv == bound {
+		return !closing
+	}
+	if known {
 		return v
 	}
 	// A conversation's task is written before any item of it exists, so
 	// the answer never changes and may be kept.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	v = false
 	c := conv
 	for range agentcore.MaxTaskDepth + 1 {
 		t, err := s.tasks.TaskOfConversation(ctx, c)
 		if err != nil {
 			break
 		}
-		if t.ParentConversationID == s.conv {
+		if t.ParentConversationID == s.conv || t.ParentConversationID == bound {
 			v = true
 			break
 		}
@@ -167,13 +174,95 @@ func (s *localSession) claim(ctx context.Context, it gateway.Item) bool {
 	return true
 }
 
+// localWork says which conversations and queue items a local host
+// process works: one session's (run, chat) or several (acp).
+type localWork interface {
+	works(conv string) bool
+	claim(ctx context.Context, it gateway.Item) bool
+}
+
+// localSessions are the sessions of a process that has several (acp, one
+// per editor session): it works all their conversations.
+type localSessions struct {
+	mu     sync.Mutex
+	byConv map[string]*localSession
+}
+
+func newLocalSessions() *localSessions { return &localSessions{byConv: map[string]*localSession{}} }
+
+// add starts working s's conversation; a session of the same
+// conversation it replaces is returned for the caller to close.
+func (l *localSessions) add(s *localSession) *localSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.byConv[s.conv]
+	l.byConv[s.conv] = s
+	return old
+}
+
+// remove stops working a conversation and returns its session.
+func (l *localSessions) remove(conv string) *localSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.byConv[conv]
+	delete(l.byConv, conv)
+	return s
+}
+
+// all returns every session.
+func (l *localSessions) all() []*localSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*localSession
+	for _, s := range l.byConv {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (l *localSessions) works(conv string) bool { return l.sessionOf(conv) != nil }
+
+func (l *localSessions) claim(ctx context.Context, it gateway.Item) bool {
+	s := l.sessionOf(it.ConversationID)
+	return s != nil && s.claim(ctx, it)
+}
+
+// sessionOf is the session that works a conversation: its own, or the
+// one whose tasks' child it is.
+func (l *localSessions) sessionOf(conv string) *localSession {
+	l.mu.Lock()
+	s := l.byConv[conv]
+	var all []*localSession
+	if s == nil {
+		for _, o := range l.byConv {
+			all = append(all, o)
+		}
+	}
+	l.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	for _, o := range all {
+		if o.works(conv) {
+			return o
+		}
+	}
+	return nil
+}
+
 // localGateway builds the gateway of a local host: one agent, the local
-// channel (the person is an admin), this session's conversation only.
-func (a *app) localGateway(ag *agentcore.Agent, s *localSession, ad channels.Adapter, denyAsks string) (*gateway.Gateway, error) {
+// channel (the person is an admin), the conversations w works only.
+func (a *app) localGateway(ag *agentcore.Agent, w localWork, ad channels.Adapter, denyAsks string) (*gateway.Gateway, error) {
+	return gateway.New(a.localGatewayOptions(ag, w, denyAsks), ad)
+}
+
+// localGatewayOptions are localGateway's options, for hosts that add to
+// them.
+func (a *app) localGatewayOptions(ag *agentcore.Agent, w localWork, denyAsks string) gateway.Options {
 	me := localUser()
 	ac := a.cfg.Agents[ag.ID()]
 	pc := a.cfg.Providers[ac.Provider]
-	return gateway.New(gateway.Options{
+	return gateway.Options{
 		Store:        a.store,
 		Agents:       map[string]*agentcore.Agent{ag.ID(): ag},
 		AgentStore:   a.store,
@@ -184,8 +273,8 @@ func (a *app) localGateway(ag *agentcore.Agent, s *localSession, ad channels.Ada
 		}},
 		ApprovalTimeout: a.cfg.Approvals.Timeout,
 		Logger:          a.log,
-		Conversations:   s.works,
-		Claim:           s.claim,
+		Conversations:   w.works,
+		Claim:           w.claim,
 		PollInterval:    200 * time.Millisecond,
-	}, ad)
+	}
 }

@@ -60,6 +60,10 @@ func plausibleEnv(names []string, home string) map[string]string {
 		switch {
 		case strings.Contains(u, "TELEGRAM") && strings.HasSuffix(u, "TOKEN"):
 			env[n] = "123456:ABC-def_placeholder"
+		case strings.Contains(u, "SLACK") && strings.HasSuffix(u, "BOT_TOKEN"):
+			env[n] = "xoxb-placeholder-0123456789"
+		case strings.Contains(u, "SLACK") && strings.HasSuffix(u, "APP_TOKEN"):
+			env[n] = "xapp-placeholder-0123456789"
 		case strings.HasSuffix(u, "SECRET"):
 			env[n] = "placeholder-secret-0123456789"
 		case strings.HasSuffix(u, "LISTEN"):

@@ -47,6 +47,7 @@ func newRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		newApprovalsCmd(s),
 		newBackupCmd(s),
 		newHealthCmd(s),
+		newACPCmd(s),
 	)
 	return root
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,63 +55,12 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 	defer a.Close()
 	cfg := a.cfg
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := gateway.NewMetrics(reg)
-	observe := func(d time.Duration) { metrics.ProviderSeconds.Observe(d.Seconds()) }
-
-	agents := map[string]*agentcore.Agent{}
-	agentOpts := map[string]gateway.AgentOptions{}
-	modelProblem := ""
-	for _, name := range agentNames(cfg) {
-		ag, err := a.agent(ctx, name, agentOptions{allowNoModel: true, observeStep: observe})
-		if err != nil {
-			return err
-		}
-		agents[name] = ag
-		ac := cfg.Agents[name]
-		pc := cfg.Providers[ac.Provider]
-		agentOpts[name] = gateway.AgentOptions{Approvers: ac.Approvers, ApprovalRoutes: ac.ApprovalRoutes, Vision: pc.Vision, MaxTasks: ac.MaxTasks}
-		if ag.Config().Model == "" && modelProblem == "" {
-			modelProblem = "No model is configured, so the agent cannot answer yet. Set SWITCHBOARD_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for a remote endpoint), or `model` under [providers." + ac.Provider + "] in switchboard.toml, then restart `switchboard serve`."
-		}
-	}
-
-	built, chOpts, err := buildChannels(a, cfg)
+	plan, err := a.planServe(ctx, channelTable())
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	var adapters []channels.Adapter
-	var webAdapter *web.Adapter
-	for _, b := range built {
-		adapters = append(adapters, b.adapter)
-		for pattern, h := range b.routes {
-			mux.Handle(pattern, h)
-		}
-		if w, ok := b.adapter.(*web.Adapter); ok {
-			webAdapter = w
-			if modelProblem != "" {
-				w.SetNotice(modelProblem)
-			}
-		}
-	}
-
-	g, err := gateway.New(gateway.Options{
-		Store:           a.store,
-		Agents:          agents,
-		AgentStore:      a.store,
-		AgentOptions:    agentOpts,
-		Channels:        chOpts,
-		ApprovalTimeout: cfg.Approvals.Timeout,
-		Logger:          a.log,
-		Metrics:         metrics,
-		ModelProblem:    modelProblem,
-		Prune:           true,
-	}, adapters...)
-	if err != nil {
-		return err
-	}
+	g, mux, reg, built, notices, modelProblem := plan.g, plan.mux, plan.reg, plan.built, plan.notices, plan.modelProblem
+	agents, adapters := plan.agents, plan.adapters
 
 	ready := make(chan struct{})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -174,9 +124,7 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 				a.log.Warn("model endpoint problem", "advice", advice)
 			}
 			g.SetModelNotice(advice)
-			if webAdapter != nil {
-				webAdapter.SetNotice(advice)
-			}
+			notices.model(advice)
 		})
 	}()
 	close(ready)
@@ -210,4 +158,131 @@ func runServe(ctx context.Context, s *streams, grace time.Duration) error {
 		return nil
 	}
 	return runErr
+}
+
+// banner is the web page's notice line: the model's problem and the
+// channels that are down, so a person on the page sees why a chat is silent.
+type banner struct {
+	mu    sync.Mutex
+	show  func(string) // set before the gateway runs
+	about string
+	down  map[string]string
+}
+
+func (b *banner) model(advice string) {
+	b.mu.Lock()
+	b.about = advice
+	b.mu.Unlock()
+	b.refresh()
+}
+
+func (b *banner) channel(name string, err error) {
+	b.mu.Lock()
+	if b.down == nil {
+		b.down = map[string]string{}
+	}
+	if err == nil {
+		delete(b.down, name)
+	} else {
+		b.down[name] = err.Error()
+	}
+	b.mu.Unlock()
+	b.refresh()
+}
+
+func (b *banner) refresh() {
+	b.mu.Lock()
+	var lines []string
+	if b.about != "" {
+		lines = append(lines, b.about)
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.down)) {
+		lines = append(lines, fmt.Sprintf("The %s channel is down and is retried: %s", name, b.down[name]))
+	}
+	show := b.show
+	b.mu.Unlock()
+	if show != nil {
+		show(strings.Join(lines, " · "))
+	}
+}
+
+// servePlan is what serve runs: the gateway with its channels, and the HTTP
+// routes they serve.
+type servePlan struct {
+	g            *gateway.Gateway
+	mux          *http.ServeMux
+	reg          *prometheus.Registry
+	built        []builtChannel
+	notices      *banner
+	modelProblem string
+	agents       map[string]*agentcore.Agent
+	adapters     []channels.Adapter
+}
+
+// planServe builds every agent and the channels of rows (serve's
+// channelTable; a test may add a row) into a gateway.
+func (a *app) planServe(ctx context.Context, rows []channelRow) (*servePlan, error) {
+	cfg := a.cfg
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := gateway.NewMetrics(reg)
+	observe := func(d time.Duration) { metrics.ProviderSeconds.Observe(d.Seconds()) }
+
+	agents := map[string]*agentcore.Agent{}
+	agentOpts := map[string]gateway.AgentOptions{}
+	modelProblem := ""
+	for _, name := range agentNames(cfg) {
+		ag, err := a.agent(ctx, name, agentOptions{allowNoModel: true, observeStep: observe})
+		if err != nil {
+			return nil, err
+		}
+		agents[name] = ag
+		ac := cfg.Agents[name]
+		pc := cfg.Providers[ac.Provider]
+		agentOpts[name] = gateway.AgentOptions{Approvers: ac.Approvers, ApprovalRoutes: ac.ApprovalRoutes, Vision: pc.Vision, MaxTasks: ac.MaxTasks}
+		if ag.Config().Model == "" && modelProblem == "" {
+			modelProblem = "No model is configured, so the agent cannot answer yet. Set SWITCHBOARD_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for a remote endpoint), or `model` under [providers." + ac.Provider + "] in switchboard.toml, then restart `switchboard serve`."
+		}
+	}
+
+	notices := &banner{}
+	built, chOpts, err := buildChannels(a, cfg, rows)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	var adapters []channels.Adapter
+	var webAdapter *web.Adapter
+	for _, b := range built {
+		adapters = append(adapters, b.adapter)
+		for pattern, h := range b.routes {
+			mux.Handle(pattern, h)
+		}
+		if w, ok := b.adapter.(*web.Adapter); ok {
+			webAdapter = w
+		}
+	}
+	if webAdapter != nil {
+		notices.show = webAdapter.SetNotice
+	}
+	notices.model(modelProblem)
+
+	g, err := gateway.New(gateway.Options{
+		Store:           a.store,
+		Agents:          agents,
+		AgentStore:      a.store,
+		AgentOptions:    agentOpts,
+		Channels:        chOpts,
+		ApprovalTimeout: cfg.Approvals.Timeout,
+		Logger:          a.log,
+		Metrics:         metrics,
+		ModelProblem:    modelProblem,
+		Prune:           true,
+		ChannelState:    notices.channel,
+	}, adapters...)
+	if err != nil {
+		return nil, err
+	}
+
+	return &servePlan{g: g, mux: mux, reg: reg, built: built, notices: notices, modelProblem: modelProblem, agents: agents, adapters: adapters}, nil
 }

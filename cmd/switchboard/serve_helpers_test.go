@@ -51,7 +51,8 @@ type serveProc struct {
 	cmd    *exec.Cmd
 	addr   string
 	stderr *syncBuffer
-	done   chan error
+	done   chan error    // the exit, once
+	exited chan struct{} // closed at the exit: kill may be called again
 }
 
 var servingRE = regexp.MustCompile(`serving on http://([0-9.:]+)`)
@@ -59,12 +60,12 @@ var servingRE = regexp.MustCompile(`serving on http://([0-9.:]+)`)
 func (e *env) startServe() *serveProc {
 	e.t.Helper()
 	cmd := e.command(context.Background(), "serve", "--grace", "2s")
-	p := &serveProc{t: e.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &serveProc{t: e.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	go func() { p.done <- cmd.Wait() }()
+	go func() { p.done <- cmd.Wait(); close(p.exited) }()
 	e.t.Cleanup(func() { p.kill() })
 	eventually(e.t, 30*time.Second, "serve to listen", func() bool {
 		if m := servingRE.FindStringSubmatch(p.stderr.String()); m != nil {
@@ -95,7 +96,7 @@ func (p *serveProc) kill() {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case <-p.exited:
 	case <-time.After(10 * time.Second):
 	}
 }

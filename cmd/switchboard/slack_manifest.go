@@ -30,16 +30,26 @@ default) or, with --mode http, the request URLs under the public URL
 (--public-url https://…/ → /slack/events, /slack/interactions, /slack/commands).
 
 Without --mode, the mode of [channels.slack] in the config is used when there is
-one.`,
+one; without --public-url, [http] public_url.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("mode") {
-				if cfg, err := loadConfig(); err == nil && cfg.Channels.Slack != nil && cfg.Channels.Slack.Mode != "" {
-					o.Mode = cfg.Channels.Slack.Mode
+			modeSet, urlSet := cmd.Flags().Changed("mode"), cmd.Flags().Changed("public-url")
+			if !modeSet || !urlSet {
+				cfg, err := loadConfig()
+				switch {
+				case err != nil:
+					// A set-up command: the tokens the config references
+					// may not exist yet. Say what is not used.
+					fmt.Fprintf(s.err, "switchboard: the config did not load, so its [channels.slack] mode and [http] public_url are not used (%v)\n", err)
+				default:
+					if !modeSet && cfg.Channels.Slack != nil && cfg.Channels.Slack.Mode != "" {
+						o.Mode = cfg.Channels.Slack.Mode
+					}
+					if !urlSet {
+						o.PublicURL = cfg.HTTP.PublicURL
+					}
 				}
 			}
-			// TODO(lead): default o.PublicURL to [http] public_url once
-			// config.HTTP.PublicURL exists.
 			b, err := slack.Manifest(o)
 			if err != nil {
 				return fmt.Errorf("slack manifest: %w", err)
@@ -49,7 +59,7 @@ one.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Mode, "mode", "socket", "how Slack reaches switchboard: socket (Socket Mode, no public URL) or http (the Events API)")
-	cmd.Flags().StringVar(&o.PublicURL, "public-url", "", "in http mode, the https URL Slack reaches the [http] listener at")
+	cmd.Flags().StringVar(&o.PublicURL, "public-url", "", "in http mode, the https URL Slack reaches the [http] listener at (default: [http] public_url)")
 	cmd.Flags().StringVar(&o.Name, "name", "switchboard", "the app's and bot's name in Slack")
 	return cmd
 }

@@ -118,4 +118,25 @@ func TestSlackManifest(t *testing.T) {
 	if _, err := runCLI(t, "slack", "manifest"); err == nil || !strings.Contains(err.Error(), "public") {
 		t.Errorf("with mode = http in the config: %v; want the public URL asked for", err)
 	}
+
+	// [http] public_url is the default public URL.
+	if err := os.WriteFile(cfg, []byte("[http]\npublic_url = \"https://cfg.example.com\"\n\n[channels.slack]\nmode = \"http\"\nbot_token = \"xoxb-1\"\nsigning_secret = \"s3cret\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI(t, "slack", "manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m = parseManifest(t, out); m.Settings.EventSubscriptions.RequestURL != "https://cfg.example.com"+slack.EventsPath ||
+		m.Features.SlashCommands[0].URL != "https://cfg.example.com"+slack.CommandsPath {
+		t.Errorf("with [http] public_url: %+v", m)
+	}
+	// A flag still wins.
+	out, err = runCLI(t, "slack", "manifest", "--public-url", "https://flag.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m = parseManifest(t, out); m.Settings.Interactivity.RequestURL != "https://flag.example.com"+slack.InteractionsPath {
+		t.Errorf("--public-url over [http] public_url: %+v", m)
+	}
 }

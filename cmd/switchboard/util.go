@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sort"
-	"time"
 
 	"github.com/switchboard-gw/switchboard/sandbox"
 )
@@ -67,11 +66,4 @@ func (h *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *redactingHandler) WithGroup(name string) slog.Handler {
 	return &redactingHandler{next: h.next.WithGroup(name), red: h.red}
-}
-
-func timeSince(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
-	}
-	return time.Since(t)
 }

@@ -154,6 +154,7 @@ var thirdParty = map[string][]string{
 	"channels/headless":              {},
 	"channels/headless/streamjson":   {},
 	"channels/terminal":              {},
+	"channels/acp":                   {"github.com/coder/acp-go-sdk"},
 	"agentcore/permission":           {"mvdan.cc/sh/v3", "github.com/bmatcuk/doublestar/v4"},
 	"internal/httpguard":             {},
 }

@@ -24,7 +24,12 @@
 // most 100 characters). FailNextRateLimited and FailNextError make the next
 // message create or edit fail (429 with retry_after in body and headers, or
 // a JSON error code); ExhaustBucket makes a success say the bucket is
-// empty. Every REST call is recorded.
+// empty; HoldCreate makes a message create wait for its answer (the message
+// is made) until released or the client goes away. GET /users/@me and
+// /applications/@me answer the bot and its application (whose flags say
+// whether the message content intent is on: NoMessageContentIntent turns
+// it off, and then an IDENTIFY asking for it is closed with 4014). Every
+// REST call is recorded with the time it was answered.
 //
 // The bot's own messages are dispatched back to it (MESSAGE_CREATE), as
 // Discord does, so loop protection is exercised by every test.

@@ -16,7 +16,15 @@ import (
 // RequiredIntents are the intents the fake insists on (guild messages,
 // direct messages, message content); an IDENTIFY without them is closed
 // with 4014, as Discord closes it when Message Content is not enabled.
-const RequiredIntents = 1<<9 | 1<<12 | 1<<15
+const RequiredIntents = 1<<9 | 1<<12 | intentMessageContent
+
+const (
+	intentMessageContent = 1 << 15
+	// flagGatewayMessageContentLimited is the application flag saying the
+	// message content intent is switched on (GATEWAY_MESSAGE_CONTENT_LIMITED:
+	// an application in under 100 servers; verified ones get 1<<18).
+	flagGatewayMessageContentLimited = 1 << 19
+)
 
 // frame is one gateway payload.
 type frame struct {
@@ -197,7 +205,7 @@ func (g *gateway) handleLocked(s *Server, c *conn, f frame) (stop bool) {
 			g.closeWith(c, 4004, "Authentication failed.")
 			return true
 		}
-		if id.Intents&RequiredIntents != RequiredIntents {
+		if id.Intents&RequiredIntents != RequiredIntents || s.noContent && id.Intents&intentMessageContent != 0 {
 			g.closeWith(c, 4014, "Disallowed intent(s).")
 			return true
 		}

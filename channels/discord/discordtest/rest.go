@@ -67,6 +67,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, hdr, err := s.route(r.Method, seg, r.URL.Query().Get, body, files)
+	if err == nil && r.Method == http.MethodPost && len(seg) == 3 && seg[0] == "channels" && seg[2] == "messages" {
+		s.hold(r, out)
+	}
 	s.answer(w, r, path, body, hdr, err, out)
 }
 
@@ -108,7 +111,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, path string, bod
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
-	s.calls = append(s.calls, Call{Method: r.Method, Path: path, Body: append(json.RawMessage(nil), body...), Status: status})
+	s.calls = append(s.calls, Call{Method: r.Method, Path: path, Body: append(json.RawMessage(nil), body...), Status: status, At: time.Now()})
 	s.notifyLocked()
 	s.mu.Unlock()
 	if payload == nil {
@@ -198,6 +201,14 @@ func (s *Server) route(method string, seg []string, query func(string) string, b
 			return nil, nil, errUnknownChannel
 		}
 		return nil, nil, nil
+	case at(0) == "users" && at(1) == "@me" && n == 2 && method == http.MethodGet:
+		return userJSON(s.users[BotID]), nil, nil
+	case at(0) == "applications" && at(1) == "@me" && n == 2 && method == http.MethodGet:
+		flags := flagGatewayMessageContentLimited
+		if s.noContent {
+			flags = 0
+		}
+		return map[string]any{"id": AppID, "name": BotUsername, "flags": flags, "bot": userJSON(s.users[BotID])}, nil, nil
 	case at(0) == "users" && at(1) == "@me" && at(2) == "channels" && method == http.MethodPost:
 		var req struct {
 			RecipientID string `json:"recipient_id"`

@@ -104,6 +104,7 @@ type Call struct {
 	Method, Path string // path without /api/v9, with the query
 	Body         json.RawMessage
 	Status       int
+	At           time.Time // when the fake answered
 }
 
 type failure struct {
@@ -136,6 +137,8 @@ type Server struct {
 	failures     []failure
 	exhaust      float64 // seconds: next successful send says the bucket is exhausted
 	files        map[string]File
+	holds        []*Hold // message creates to hold, in order (see HoldCreate)
+	noContent    bool    // the application lacks the message content intent
 
 	gw gateway
 }
@@ -148,6 +151,12 @@ type Option func(*Server)
 func HeartbeatInterval(d time.Duration) Option {
 	return func(s *Server) { s.gw.heartbeat = d }
 }
+
+// NoMessageContentIntent makes the application lack the privileged message
+// content intent (not enabled in the Developer Portal): GET
+// /applications/@me says so in its flags and an IDENTIFY asking for it is
+// closed with 4014, as on Discord.
+func NoMessageContentIntent() Option { return func(s *Server) { s.noContent = true } }
 
 // New starts a fake Discord on 127.0.0.1 and closes it when the test ends.
 // The world has one guild with a text channel, a forum and a voice channel,
@@ -200,6 +209,7 @@ func (s *Server) URL() string { return s.srv.URL }
 // Close stops the server and its gateway connections. It is safe to call
 // more than once.
 func (s *Server) Close() {
+	s.releaseHolds()
 	s.gw.closeAll(s)
 	s.srv.Close()
 }

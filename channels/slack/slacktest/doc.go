@@ -10,8 +10,10 @@
 // upload URL, files.completeUploadExternal); private file URLs serve the
 // bot token only; response URLs record ephemeral answers. Requests may be
 // forms or JSON, the token a form field or a bearer header; every call is
-// recorded (Calls). The fake checks what Slack checks and what switchboard
-// relies on: every block must have a unique block_id, sections at most
+// recorded (Calls). Answers to the bot token carry its scopes in
+// X-OAuth-Scopes (DefaultScopes, or SetScopes). The fake checks what Slack
+// checks and what switchboard relies on: every block must have a unique
+// block_id, sections at most
 // 3,000 characters, buttons at most 75-character labels with unique
 // action_ids, text at most 40,000 characters; thread_ts must name a thread
 // root. FailNext makes the next call of a method answer 429 with a

@@ -51,6 +51,9 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	if method == "apps.connections.open" {
 		want = AppToken
 	}
+	if token == BotToken {
+		w.Header().Set("X-OAuth-Scopes", s.scopes)
+	}
 	if token != want {
 		call.Error = "invalid_auth"
 		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})

@@ -120,6 +120,18 @@ func PingEvery(d time.Duration) Option { return func(s *Server) { s.pingEvery = 
 // delivered again (default 300 ms), at most three times, as Slack does.
 func RedeliverAfter(d time.Duration) Option { return func(s *Server) { s.redeliverAfter = d } }
 
+// DefaultScopes are the bot token's scopes (the X-OAuth-Scopes header of
+// every answer): those of an app created from switchboard's manifest.
+var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
+	"chat:write", "users:read", "files:read", "files:write", "im:write", "commands"}
+
+// SetScopes replaces the bot token's scopes.
+func (s *Server) SetScopes(scopes ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scopes = strings.Join(scopes, ",")
+}
+
 // Server is a fake Slack. See the package documentation.
 type Server struct {
 	t   testing.TB
@@ -148,7 +160,8 @@ type Server struct {
 	events     map[string]*event
 	order      []string // event ids in creation order
 	envelopes  map[string]*envelope
-	conn       *conn // the current Socket Mode connection
+	scopes     string // X-OAuth-Scopes of the bot token
+	conn       *conn  // the current Socket Mode connection
 	conns      int
 	opens      int
 	http       *httpTarget
@@ -189,6 +202,7 @@ func New(t testing.TB, opts ...Option) *Server {
 			BotUserID: {ID: BotUserID, Name: "switchboard", RealName: "switchboard"},
 		},
 		channels:  map[string]*channel{General: {id: General}},
+		scopes:    strings.Join(DefaultScopes, ","),
 		refuse:    map[string]bool{},
 		files:     map[string]*storedFile{},
 		responses: map[string]responseHook{},

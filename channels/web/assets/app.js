@@ -31,7 +31,7 @@
     ["/model", "switch model (admins)"],
     ["/help", "all commands"],
   ];
-  const STATUS_ICON = { pending: "⏳", running: "⚙", done: "✓", error: "✗", denied: "⛔" };
+  const STATUS_ICON = { pending: "⏳", running: "⚙", done: "✓", error: "✗", denied: "⛔", unknown: "⚠" };
   const PLAN_ICON = { pending: "☐", in_progress: "◐", completed: "☑" };
 
   const state = {

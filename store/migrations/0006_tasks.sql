@@ -1,4 +1,4 @@
--- 0005: sub-agent tasks (DESIGN §5). A task is a child conversation of the
+-- 0006: sub-agent tasks (DESIGN §5). A task is a child conversation of the
 -- same agent whose turns are queue items like any other's, at the parent
 -- turn's location; this row is its record: who started it and where, its
 -- type (spec: the type as it was at the start, JSON), its status and its
