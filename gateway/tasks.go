@@ -194,21 +194,33 @@ func (ts *tasks) work(ctx context.Context, w *worker, p *processor, it Item, ag 
 	if res.StopReason == agentcore.StopCancelled && errors.Is(cause, errShutdown) {
 		return false, nil // the next start continues it
 	}
-	switch {
-	case res.StopReason == agentcore.StopRequiresApproval && !res.Deferred:
-		// Asks go to the parent's location (and the agent's approval
-		// routes), labelled with the task; a decision resumes the child
-		// there.
-		for _, ap := range res.Pending {
-			p.approvals.post(ctx, ap, loc)
+	parked := res.StopReason == agentcore.StopRequiresApproval || res.StopReason == agentcore.StopWaitingForTask
+	if parked || res.Idle {
+		if res.StopReason == agentcore.StopRequiresApproval && !res.Deferred {
+			// Asks go to the parent's location (and the agent's approval
+			// routes), labelled with the task; a decision resumes the
+			// child there.
+			for _, ap := range res.Pending {
+				p.approvals.post(ctx, ap, loc)
+			}
 		}
-		if err := st.SetTaskStatus(ctx, task.ID, agentcore.TaskWaiting); err != nil {
-			return false, err
+		if parked {
+			// A parked child holds no slot (its own foreground task may
+			// need one); its resume runs at once.
+			if err := st.SetTaskStatus(ctx, task.ID, agentcore.TaskWaiting); err != nil {
+				return false, err
+			}
+			task.Status = agentcore.TaskWaiting
+			what := "for approval"
+			if res.StopReason == agentcore.StopWaitingForTask {
+				var ids []string
+				for _, t := range res.Tasks {
+					ids = append(ids, t.ID)
+				}
+				what = "for sub-agent task " + strings.Join(ids, ", ")
+			}
+			s.show(ctx, task, what)
 		}
-		task.Status = agentcore.TaskWaiting
-		s.show(ctx, task, "waiting for approval")
-		fallthrough
-	case res.StopReason == agentcore.StopRequiresApproval, res.StopReason == agentcore.StopWaitingForTask, res.Idle:
 		if err := st.Complete(context.WithoutCancel(ctx), it.ID); err != nil && !errors.Is(err, ErrNotFound) {
 			return false, fmt.Errorf("complete item %d: %w", it.ID, err)
 		}
@@ -367,7 +379,7 @@ func statusWords(t agentcore.Task, now time.Time) (icon, words string) {
 	case agentcore.TaskQueued:
 		return "🕒", "waiting for a free slot (max_tasks)"
 	case agentcore.TaskWaiting:
-		return "🔐", "waiting for approval"
+		return "🔐", "waiting"
 	case agentcore.TaskDone:
 		return "✅", "done in " + d.String()
 	case agentcore.TaskFailed:

@@ -322,10 +322,11 @@ func TestTaskForkSeesParentConversation(t *testing.T) {
 }
 
 // Depth: a child of depth 2 has no Agent tool; a type that lists every
-// tool gets Agent below the limit.
+// tool gets Agent below the limit. With one slot (max_tasks 1) a child
+// waiting for its own foreground task holds no slot, so its task runs.
 func TestTaskDepthLimit(t *testing.T) {
 	all := agentcore.SubagentType{Name: "deep", Description: "every tool"}
-	h := newHarness(t, harnessOpts{subagents: []agentcore.SubagentType{all}})
+	h := newHarness(t, harnessOpts{subagents: []agentcore.SubagentType{all}, maxTasks: 1})
 	r := route(h.model,
 		[]fakemodel.Step{
 			agentCall("a1", "deep", "level one", map[string]any{"background": false}),
