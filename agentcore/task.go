@@ -174,6 +174,7 @@ func (s taskStarter) StartTask(ctx context.Context, req TaskRequest) (Task, erro
 		background = *req.Background
 	}
 	st := t.a.deps.Store
+	red := t.a.deps.Env.Redactor
 	now := t.a.deps.Now().UTC()
 	child := Conversation{ID: "conv-" + randomID(8), AgentID: t.a.cfg.ID, Created: now, Updated: now}
 	var copied []Message
@@ -201,8 +202,8 @@ func (s taskStarter) StartTask(ctx context.Context, req TaskRequest) (Task, erro
 		ParentToolCallID:     req.ToolCallID,
 		ConversationID:       child.ID,
 		Type:                 spec.Name,
-		Description:          clip(strings.Join(strings.Fields(req.Description), " "), 120),
-		Prompt:               req.Prompt,
+		Description:          clip(strings.Join(strings.Fields(red.Redact(req.Description)), " "), 120),
+		Prompt:               red.Redact(req.Prompt),
 		Spec:                 spec,
 		Fork:                 fork,
 		Background:           background,
