@@ -50,6 +50,9 @@ type Config struct {
 	// FixedMode: Policy.Mode was chosen for this process (a command-line
 	// flag) and a stored /mode does not replace it.
 	FixedMode bool
+	// Subagents are the sub-agent types besides the built-ins (from type
+	// files); a type of a built-in's name replaces it.
+	Subagents []SubagentType
 }
 
 // Deps are the collaborators of an Agent.

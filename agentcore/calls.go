@@ -35,6 +35,7 @@ type callPlan struct {
 	checked  bool   // classified allow just now: no re-check needed
 	result   Result // when !run
 	outcome  string // when !run: why it did not run (Outcome constants)
+	task     *Task  // a foreground task whose report is this call's result
 }
 
 // Tool call outcomes, on tool messages and tool_result events: how a call
@@ -64,10 +65,20 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 	if err != nil {
 		return TurnResult{}, false, fmt.Errorf("load approvals: %w", err)
 	}
+	var tasks map[string]Task
+	for _, c := range calls {
+		if c.Name == ToolAgent {
+			if tasks, err = st.CallTasks(ctx, t.conv.ID, ids); err != nil {
+				return TurnResult{}, false, fmt.Errorf("load tasks: %w", err)
+			}
+			break
+		}
+	}
 	now := t.a.deps.Now().UTC()
 	plans := make([]callPlan, len(calls))
 	var pol *permission.Policy // read when the first call needs it
 	var asks, waiting []Approval
+	var waitingTasks []Task
 	for i, c := range calls {
 		p := callPlan{call: c}
 		tool, known := t.a.deps.Tools.Get(c.Name)
@@ -76,7 +87,32 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 			p.args = json.RawMessage(c.Arguments)
 		}
 		ap, hasApproval := approvals[c.ID]
+		task, hasTask := tasks[c.ID]
 		switch {
+		case hasTask:
+			// The call started a task before the process stopped or while
+			// the turn was parked on it.
+			switch {
+			case task.Background:
+				p.result, p.outcome = TaskStarted(task), OutcomeOK
+			case !task.Status.Final() && settleAsks:
+				// A new message: the task goes on in the background.
+				if task, err = st.DetachTask(ctx, task.ID); err != nil {
+					return TurnResult{}, false, fmt.Errorf("detach task %s: %w", task.ID, err)
+				}
+				if task.Status.Final() && !task.Background {
+					p.result, p.task = taskResult(task), &task
+				} else {
+					p.result, p.outcome = detachedResult(task), OutcomeOK
+				}
+			case !task.Status.Final():
+				waitingTasks = append(waitingTasks, task)
+			default:
+				p.result, p.task = taskResult(task), &task
+			}
+			if p.task != nil {
+				p.outcome = map[bool]string{true: OutcomeError, false: OutcomeOK}[p.result.IsError]
+			}
 		case started[c.ID]:
 			p.result, p.outcome = ErrorResult(outcomeUnknown), OutcomeUnknown
 		case hasApproval:
@@ -137,8 +173,15 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 	if pending := append(waiting, asks...); len(pending) > 0 {
 		return TurnResult{StopReason: StopRequiresApproval, Text: t.lastText, Pending: pending}, true, nil
 	}
-	if err := t.execute(ctx, asst, plans); err != nil {
+	if len(waitingTasks) > 0 {
+		return TurnResult{StopReason: StopWaitingForTask, Text: t.lastText, Tasks: waitingTasks}, true, nil
+	}
+	parked, err := t.execute(ctx, asst, plans)
+	if err != nil {
 		return TurnResult{}, false, err
+	}
+	if len(parked) > 0 {
+		return TurnResult{StopReason: StopWaitingForTask, Text: t.lastText, Tasks: parked}, true, nil
 	}
 	return TurnResult{}, false, nil
 }
@@ -203,6 +246,9 @@ func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Resu
 		Created:        now,
 		Expires:        now.Add(t.a.cfg.ApprovalTimeout),
 	}
+	if t.task != nil {
+		ap.TaskID, ap.TaskType = t.task.ID, t.task.Type
+	}
 	if d, ok := t.a.deps.Tools.Get(c.Name); ok {
 		if dp, ok := d.(DiffPreviewer); ok {
 			if diff, err := dp.PreviewDiff(args, &t.a.deps.Env); err == nil {
@@ -255,9 +301,12 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // execute runs the plans' calls (batched by resource: reads in parallel,
 // writes serialized per path, exclusive calls alone, in call order) and
-// appends every result in call order.
-func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) error {
+// appends every result in call order. It returns the foreground tasks
+// the calls started: their calls get results when the tasks end, and the
+// turn parks on them.
+func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) ([]Task, error) {
 	env := &t.a.deps.Env
+	t.curRun = asst.RunID
 	var pol *permission.Policy
 	// Re-check each call that was decided earlier (approved while the turn
 	// was parked) right before it runs: a deny rule or guard that matches
@@ -299,7 +348,7 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 		// between two batches ends the turn with a message, not a storage
 		// error; the call then reports "cancelled before it ran".
 		if err := t.a.deps.Store.MarkToolStarted(context.WithoutCancel(ctx), t.conv.ID, p.call.ID); err != nil {
-			return fmt.Errorf("record tool start: %w", err)
+			return nil, fmt.Errorf("record tool start: %w", err)
 		}
 		res := p.tool.Resource(p.args, env)
 		switch res.Kind {
@@ -322,8 +371,15 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 	flush()
 
 	msgs := make([]Message, 0, len(plans))
-	for _, p := range plans {
+	of := make([]int, 0, len(plans)) // the plan of each message
+	var parked []Task
+	for i, p := range plans {
 		r := p.result
+		if p.run && r.Task != nil && !r.Task.Background {
+			parked = append(parked, *r.Task)
+			continue
+		}
+		of = append(of, i)
 		content := env.Redactor.Redact(r.Content)
 		// A tool that clamps its own output (Bash) adds a note naming its
 		// overflow file; cutting that again would hide part of the tail
@@ -360,23 +416,33 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) erro
 			RunID:      asst.RunID,
 		})
 	}
-	if rem := t.memoryReminder(ctx); rem != "" && len(msgs) > 0 {
+	if len(msgs) == 0 {
+		return parked, nil
+	}
+	if rem := t.memoryReminder(ctx); rem != "" {
 		last := &msgs[len(msgs)-1]
 		last.Parts = append(last.Parts, Part{Type: PartReminder, Text: rem})
 	}
 	stored, err := t.append(context.WithoutCancel(ctx), msgs...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i, m := range stored {
+	for j, m := range stored {
+		p := &plans[of[j]]
 		ev := Event{Type: EventToolResult, RunID: asst.RunID, UUID: m.ID, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: m.Parts[0].Text, IsError: m.IsError, Outcome: m.Outcome}
-		ev.Attachments = plans[i].result.Attachments
+		ev.Attachments = p.result.Attachments
+		if p.result.Task != nil {
+			ev.TaskID = p.result.Task.ID
+		}
 		t.em.emit(ev)
-		if len(plans[i].result.Todos) > 0 {
-			t.em.emit(Event{Type: EventPlan, RunID: asst.RunID, ToolCallID: m.ToolCallID, Todos: plans[i].result.Todos})
+		if len(p.result.Todos) > 0 {
+			t.em.emit(Event{Type: EventPlan, RunID: asst.RunID, ToolCallID: m.ToolCallID, Todos: p.result.Todos})
+		}
+		if p.task != nil {
+			t.notified(ctx, p.task.ID)
 		}
 	}
-	return nil
+	return parked, nil
 }
 
 // runOne runs one call, committing memory when it wrote there.
@@ -390,7 +456,9 @@ func (t *turn) runOne(ctx context.Context, p *callPlan) (res Result) {
 	if err := ctx.Err(); err != nil {
 		return ErrorResult("Cancelled before it ran.")
 	}
-	res = p.tool.Run(ctx, p.args, env)
+	callEnv := *env
+	callEnv.ToolCallID = p.call.ID
+	res = p.tool.Run(ctx, p.args, &callEnv)
 	if mem := t.a.deps.Memory; mem != nil {
 		r := p.tool.Resource(p.args, env)
 		if r.Kind == ResourceWrite && inDir(r.Path, mem.Dir()) {

@@ -171,7 +171,12 @@ func (t *turn) memoryReminder(ctx context.Context) string {
 // reminders (context and git state when they changed, time always, memory
 // changes), then the person's parts.
 func (t *turn) userParts(ctx context.Context, view []Message) []Part {
-	parts := t.contextReminders(ctx, view, false)
+	var parts []Part
+	if t.in.Kind != InputNotification {
+		// A harness message changes nobody's context: who speaks and from
+		// where stays what the last person's message said.
+		parts = t.contextReminders(ctx, view, false)
+	}
 	now := t.a.deps.Now()
 	parts = append(parts, Part{Type: PartReminder, Text: reminder("time: " + now.Format("2006-01-02 15:04 MST (Monday)"))})
 	if rem := t.memoryReminder(ctx); rem != "" {

@@ -14,6 +14,14 @@
 // Turn with InputResume continues once every approval of the step is
 // decided, in this process or another.
 //
+// The Agent tool starts sub-agent tasks (task.go): a child conversation of
+// the same agent that the host works like any other; a turn of it runs
+// with the type's tools and instructions, a policy no looser than the
+// agent's and no memory (task_turn.go). A foreground task parks the
+// parent's turn (StopWaitingForTask) until its report becomes the call's
+// result; a background one returns a task id and its report arrives as an
+// InputNotification, which waits while the conversation is parked.
+//
 // Every turn and step is bounded: a step that streams more than
 // Config.MaxStepOutput bytes, or whose server goes silent for the
 // provider's idle timeout, fails and keeps nothing of its partial output;

@@ -20,8 +20,9 @@ const (
 	EventApprovalRequest  EventType = "approval_request"
 	EventApprovalDecision EventType = "approval_decision"
 	EventPlan             EventType = "plan"
-	EventTaskStarted      EventType = "task_started"
-	EventTaskNotification EventType = "task_notification"
+	EventTaskStarted      EventType = "task_started"      // the Agent tool started a task
+	EventTaskProgress     EventType = "task_progress"     // a task's child did something (summarized)
+	EventTaskNotification EventType = "task_notification" // the parent received a task's report
 	EventCompaction       EventType = "compaction"
 )
 
@@ -44,12 +45,16 @@ type Event struct {
 	IsError        bool            `json:"isError,omitempty"`
 	// Outcome (tool_result): ok, error, denied_policy, denied_person or
 	// unknown. Title and Kind (tool_call): how the tool describes the call.
-	Outcome     string    `json:"outcome,omitempty"`
-	Title       string    `json:"title,omitempty"`
-	Kind        string    `json:"kind,omitempty"`
-	Approval    *Approval `json:"approval,omitempty"`
-	Todos       []Todo    `json:"todos,omitempty"`
-	Attachments []string  `json:"attachments,omitempty"`
+	Outcome  string    `json:"outcome,omitempty"`
+	Title    string    `json:"title,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	Approval *Approval `json:"approval,omitempty"`
+	// TaskID names the task an event belongs to: task events, and the
+	// approval_request of a task's child.
+	TaskID      string     `json:"taskId,omitempty"`
+	Task        *TaskEvent `json:"task,omitempty"`
+	Todos       []Todo     `json:"todos,omitempty"`
+	Attachments []string   `json:"attachments,omitempty"`
 }
 
 // Todo is one item of the agent's plan (TodoWrite).
@@ -124,6 +129,11 @@ func (em *emitter) emit(e Event) {
 		e.Title = em.redact(e.Title)
 		if len(e.Arguments) > 0 {
 			e.Arguments = json.RawMessage(em.redact(string(e.Arguments)))
+		}
+		if e.Task != nil {
+			te := *e.Task
+			te.Report, te.Progress, te.Error = em.redact(te.Report), em.redact(te.Progress), em.redact(te.Error)
+			e.Task = &te
 		}
 		if e.Approval != nil {
 			a := *e.Approval

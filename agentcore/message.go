@@ -103,6 +103,7 @@ const (
 	StopEndTurn          StopReason = "end_turn"
 	StopToolUse          StopReason = "tool_use" // a step that ended with tool calls; the turn goes on
 	StopRequiresApproval StopReason = "requires_approval"
+	StopWaitingForTask   StopReason = "waiting_for_task" // parked on foreground sub-agent tasks
 	StopMaxSteps         StopReason = "max_steps"
 	StopMaxTokens        StopReason = "max_tokens"
 	StopCancelled        StopReason = "cancelled"

@@ -61,9 +61,12 @@ type Approval struct {
 	Summary        string `json:"summary"`        // one line for people: what would run
 	Reason         string `json:"reason"`         // why the checker asked
 	Rule           string `json:"rule,omitempty"` // the rule "Always" would store
-	Workdir        string `json:"workdir,omitempty"`
-	Diff           string `json:"diff,omitempty"`
-	Requester      string `json:"requester,omitempty"` // qualified id of who started the turn
+	// TaskID and TaskType are set when a task's child asked.
+	TaskID    string `json:"taskId,omitempty"`
+	TaskType  string `json:"taskType,omitempty"`
+	Workdir   string `json:"workdir,omitempty"`
+	Diff      string `json:"diff,omitempty"`
+	Requester string `json:"requester,omitempty"` // qualified id of who started the turn
 	// Location is where the turn that asked came from (opaque to the agent
 	// core: the host's location key), so a decision resumes it there.
 	Location       string        `json:"location,omitempty"`
@@ -183,4 +186,5 @@ type Store interface {
 	Approvals
 	Leases
 	Settings
+	Tasks
 }

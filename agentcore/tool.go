@@ -36,6 +36,10 @@ type Result struct {
 	Todos []Todo
 	// Attachments are workspace files queued to go out with the reply.
 	Attachments []string
+	// Task is set by the Agent tool: the task it started. A foreground
+	// task (Background false) parks the turn until the task ends; its
+	// report then becomes this call's result.
+	Task *Task
 }
 
 // ErrorResult is a convenience for a failed call the model can act on.
@@ -65,6 +69,12 @@ type ToolEnv struct {
 	Writable []string // writable dirs inside the sandbox
 	Hidden   []string // hidden dirs inside the sandbox
 	Recall   Recaller
+	// Tasks starts sub-agent tasks (the Agent tool); nil where the host
+	// runs none. Set by the loop per turn.
+	Tasks TaskStarter
+	// ToolCallID is the id of the call being run (set by the loop on each
+	// call's copy of the environment).
+	ToolCallID string
 	// ClientRoute is which tools the agent lets a turn's client run (set
 	// by cmd from acp_client_tools); Client is the turn's client
 	// (Input.Client), nil when there is none. Tools ask FileClient and
@@ -136,6 +146,22 @@ func (s *Tools) Without(names ...string) *Tools {
 	var keep []Tool
 	for _, n := range s.order {
 		if !drop[n] {
+			keep = append(keep, s.byName[n])
+		}
+	}
+	return NewTools(keep...)
+}
+
+// Only returns a copy of the set with only the named tools (in the set's
+// order); names the set does not have are ignored.
+func (s *Tools) Only(names ...string) *Tools {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var keep []Tool
+	for _, n := range s.order {
+		if want[n] {
 			keep = append(keep, s.byName[n])
 		}
 	}

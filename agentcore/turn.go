@@ -55,6 +55,11 @@ type Input struct {
 	// TurnID, when set, is the id the turn gets (hosts that name the turn
 	// in their own events); default a random one.
 	TurnID string
+	// Tasks, when set, is the host that runs sub-agent tasks (the Agent
+	// tool); nil: the Agent tool says sub-agents are not available.
+	Tasks TaskHost
+	// TaskID names the task whose report an InputNotification carries.
+	TaskID string
 	// Client, when set, is the host's client that can do tool work itself
 	// (an ACP editor); the agent's ClientRoute says which tools use it.
 	Client Client
@@ -70,8 +75,15 @@ type TurnResult struct {
 	Steps          int
 	Usage          Usage
 	Pending        []Approval // approvals the turn waits on (requires_approval)
+	Tasks          []Task     // foreground tasks the turn waits on (waiting_for_task)
 	Error          string     // for StopError: what happened, for people
 	Duration       time.Duration
+	// Idle: the input found nothing to do (a resume whose calls were
+	// settled meanwhile); the turn said nothing new.
+	Idle bool
+	// Deferred: a notification that came while the turn was parked is
+	// kept for the turn's next step (the turn stays parked).
+	Deferred bool
 }
 
 // Turn runs one turn of a conversation: it takes the conversation's lease
@@ -99,6 +111,9 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 		em:   newEmitter(sink, a.deps.Env.Redactor.Redact, a.cfg.ID, conv.ID),
 	}
 	t.a.deps.Env.Client = in.Client
+	if err := t.configureTask(ctx); err != nil {
+		return TurnResult{}, err
+	}
 	res, err := t.run(ctx)
 	res.AgentID = a.cfg.ID
 	res.ConversationID = conv.ID
@@ -192,6 +207,13 @@ type turn struct {
 	// is set while a step is retried after a context-length error.
 	bud           budget
 	overflowRetry bool
+	// task is set when this conversation is a task's child (task_turn.go).
+	task *Task
+	// curRun is the run of the step whose calls execute (for events the
+	// Agent tool emits).
+	curRun string
+	// deferred are notifications kept while the conversation was parked.
+	deferred []deferredInput
 }
 
 func (t *turn) run(ctx context.Context) (TurnResult, error) {
@@ -214,13 +236,26 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 	}
 
-	// Settle the calls an earlier step left without results.
+	if err := t.loadDeferred(ctx); err != nil {
+		return TurnResult{}, err
+	}
+	notification := t.in.Kind == InputNotification && !replay
+	// Settle the calls an earlier step left without results. A person's
+	// new message settles what waits (asks are denied, foreground tasks go
+	// to the background); a notification does not: while the turn is
+	// parked it is kept for the turn's next step.
 	if asst, calls := unansweredCalls(view); len(calls) > 0 {
-		res, parked, err := t.resolveCalls(ctx, asst, calls, t.in.Kind != InputResume && !replay)
+		res, parked, err := t.resolveCalls(ctx, asst, calls, t.in.Kind == InputUser && !replay)
 		if err != nil {
 			return TurnResult{}, err
 		}
 		if parked {
+			if notification {
+				if err := t.deferInput(ctx); err != nil {
+					return TurnResult{}, err
+				}
+				res.Deferred = true
+			}
 			return res, nil
 		}
 	} else if t.in.Kind == InputResume || replay {
@@ -228,17 +263,26 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			// The decided calls already have results (an earlier attempt
 			// of this resume, or of this input, died before the next model
 			// call): continue with that call, so the answer still comes.
+			if err := t.deliverDeferred(ctx); err != nil {
+				return TurnResult{}, err
+			}
 			return t.loop(ctx)
 		}
 		// Nothing waits for a decision any more (another process resumed
 		// and finished it, or the approvals were settled by a new message).
-		return TurnResult{StopReason: StopEndTurn, Text: lastAssistantText(view)}, nil
+		return TurnResult{StopReason: StopEndTurn, Text: lastAssistantText(view), Idle: true}, nil
+	}
+	if err := t.deliverDeferred(ctx); err != nil {
+		return TurnResult{}, err
 	}
 
 	if t.in.Kind != InputResume && !replay {
 		msg := Message{ID: t.in.MessageID, Role: RoleUser, Parts: t.userParts(ctx, view)}
 		if _, err := t.append(ctx, msg); err != nil {
 			return TurnResult{}, err
+		}
+		if notification {
+			t.notified(ctx, t.in.TaskID)
 		}
 	}
 	return t.loop(ctx)

@@ -298,7 +298,12 @@ func approvalButtons(ap agentcore.Approval, bs []Button) channels.Buttons {
 
 func approvalText(ap agentcore.Approval) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "🔐 **Approval needed** — agent **%s** wants to run:\n", channels.EscapeMarkdown(ap.AgentID))
+	if ap.TaskID != "" {
+		fmt.Fprintf(&b, "🔐 **Approval needed** — sub-agent **%s** · task `%s` (of agent **%s**) wants to run:\n",
+			channels.EscapeMarkdown(ap.TaskType), ap.TaskID, channels.EscapeMarkdown(ap.AgentID))
+	} else {
+		fmt.Fprintf(&b, "🔐 **Approval needed** — agent **%s** wants to run:\n", channels.EscapeMarkdown(ap.AgentID))
+	}
 	fmt.Fprintf(&b, "```\n%s\n```\n", strings.ReplaceAll(clipString(ap.Summary, 1500), "```", "'''"))
 	if ap.Diff != "" {
 		fmt.Fprintf(&b, "```diff\n%s\n```\n", strings.ReplaceAll(clipString(ap.Diff, 1500), "```", "'''"))

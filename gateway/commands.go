@@ -31,6 +31,7 @@ type cmdCtx struct {
 	workers   *workers
 	approvals *approvals
 	outbox    *outbox
+	tasks     *tasks
 	notice    func() string
 	loc       channels.Location
 	who       string // qualified id
@@ -46,7 +47,8 @@ type cmdCtx struct {
 func commandTable() []command {
 	return []command{
 		{name: "new", aliases: []string{"reset"}, desc: "start a new conversation here", run: cmdNew},
-		{name: "stop", desc: "stop the running turn", now: true, run: cmdStop},
+		{name: "stop", args: "[task id]", desc: "stop the running turn and its sub-agent tasks (or one task)", now: true, run: cmdStop},
+		{name: "tasks", desc: "this conversation's sub-agent tasks, running and recent", now: true, run: cmdTasks},
 		{name: "status", desc: "agent, model, mode, queue, pending approvals, context use", now: true, run: cmdStatus},
 		{name: "approve", args: "[id]", desc: "approve a pending tool call (the id may be left out when one is pending)", now: true, run: cmdDecide(ButtonApprove)},
 		{name: "deny", args: "[id] [reason]", desc: "deny a pending tool call", now: true, run: cmdDecide(ButtonDeny)},
@@ -141,7 +143,7 @@ func (in *intake) command(ctx context.Context, s sender, msg channels.Inbound, n
 		if fresh, err := in.claim(ctx, msg); err != nil || !fresh {
 			return err
 		}
-		cc := &cmdCtx{env: e, workers: in.workers, approvals: in.approvals, outbox: in.outbox, notice: in.notice,
+		cc := &cmdCtx{env: e, workers: in.workers, approvals: in.approvals, outbox: in.outbox, tasks: in.tasks, notice: in.notice,
 			loc: msg.Location, who: s.who, userID: msg.User.ID, admin: s.admin, args: args, binding: b, bound: bound}
 		in.outbox.post(ctx, msg.Location, replyMessage(c.run(ctx, cc), msg.MessageID))
 		return nil
@@ -208,7 +210,7 @@ func (p *processor) runQueuedCommand(ctx context.Context, it Item, loc channels.
 		if err != nil {
 			return err
 		}
-		cc := &cmdCtx{env: e, workers: p.workers, approvals: p.approvals, outbox: p.outbox, notice: p.notice,
+		cc := &cmdCtx{env: e, workers: p.workers, approvals: p.approvals, outbox: p.outbox, tasks: p.tasks, notice: p.notice,
 			loc: loc, who: pl.Who, userID: pl.UserID, admin: pl.Admin, args: args, binding: b, bound: bound, itemID: it.ID}
 		reply = c.run(ctx, cc)
 	}
@@ -247,9 +249,22 @@ func cmdNew(ctx context.Context, c *cmdCtx) string {
 	return fmt.Sprintf("Started a new conversation with %s (`%s`).", agentID, b.ConversationID)
 }
 
-func cmdStop(_ context.Context, c *cmdCtx) string {
-	if c.bound && c.workers.cancel(c.binding.ConversationID, errStopped) {
+func cmdStop(ctx context.Context, c *cmdCtx) string {
+	if !c.bound {
+		return "Nothing is running here."
+	}
+	if len(c.args) > 0 {
+		return stopOneTask(ctx, c, c.args[0])
+	}
+	turn := c.workers.cancel(c.binding.ConversationID, errStopped)
+	n := c.tasks.stopAll(ctx, c.binding.ConversationID, "stopped with /stop by "+c.who)
+	switch {
+	case turn && n > 0:
+		return fmt.Sprintf("Stopping the turn and %d sub-agent task(s).", n)
+	case turn:
 		return "Stopping."
+	case n > 0:
+		return fmt.Sprintf("Stopping %d sub-agent task(s).", n)
 	}
 	return "Nothing is running here."
 }

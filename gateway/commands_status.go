@@ -15,7 +15,7 @@ func cmdDecide(action ButtonAction) func(context.Context, *cmdCtx) string {
 		if !c.bound {
 			return "There is no conversation here."
 		}
-		pending, err := c.env.opts.AgentStore.PendingApprovals(ctx, c.binding.ConversationID)
+		pending, err := pendingHere(ctx, c.env, c.binding.ConversationID)
 		if err != nil {
 			return "Could not read the pending approvals; try again."
 		}

@@ -11,6 +11,12 @@
 // its items are processed in arrival order; different conversations run
 // concurrently. No goroutine waits in memory for a person: an approval
 // parks the turn in the store, and a decision enqueues a resume item.
+// Sub-agent tasks are conversations like any other: their items are
+// worked by the same workers at the parent turn's location (at most
+// AgentOptions.MaxTasks running per agent), their activity is one edited
+// status line per task, and their end, report and the parent's
+// notification are written in the transaction that completes their last
+// item (tasks.go).
 // Gateway.Run owns every goroutine it starts and waits for them before it
 // returns.
 package gateway

@@ -49,6 +49,10 @@ type AgentOptions struct {
 	Approvers      []string // qualified ids; empty: requester plus admins
 	ApprovalRoutes []string // qualified ids whose DMs also get each ask
 	Vision         bool     // the model accepts images
+	// MaxTasks is how many of the agent's sub-agent tasks run at once (a
+	// task waiting for approval does not count); more wait in the queue.
+	// 0: DefaultMaxTasks.
+	MaxTasks int
 }
 
 // AgentStore is what the gateway reads of the agents' storage.
@@ -59,6 +63,7 @@ type AgentStore interface {
 	Approval(ctx context.Context, id string) (agentcore.Approval, error)
 	PendingApprovals(ctx context.Context, conversationID string) ([]agentcore.Approval, error)
 	RecentRuns(ctx context.Context, conversationID string, n int) ([]agentcore.Run, error)
+	TaskReader
 }
 
 // Pruner is implemented by stores that can delete finished work (done
@@ -128,6 +133,7 @@ type Gateway struct {
 	workers   *workers
 	approvals *approvals
 	outbox    *outbox
+	tasks     *tasks
 	notice    atomic.Pointer[string]
 
 	mu   sync.Mutex
@@ -225,9 +231,10 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 	g.outbox = newOutbox(e)
 	g.approvals = newApprovals(e, g.outbox)
 	g.workers = newWorkers(e)
-	proc := &processor{env: e, outbox: g.outbox, approvals: g.approvals, workers: g.workers, notice: g.modelNotice}
+	g.tasks = newTasks(e, g.outbox, g.approvals, g.workers)
+	proc := &processor{env: e, outbox: g.outbox, approvals: g.approvals, workers: g.workers, tasks: g.tasks, notice: g.modelNotice}
 	g.workers.process = proc.process
-	g.intake = &intake{env: e, workers: g.workers, approvals: g.approvals, outbox: g.outbox, notice: g.modelNotice}
+	g.intake = &intake{env: e, workers: g.workers, approvals: g.approvals, outbox: g.outbox, tasks: g.tasks, notice: g.modelNotice}
 	return g, nil
 }
 
@@ -439,6 +446,19 @@ func backoff(d time.Duration) time.Duration {
 		return 10 * time.Second
 	}
 	return d * 2
+}
+
+// sleepOrWake is sleepCtx that also ends early when wake fires.
+func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+	}
+	return true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

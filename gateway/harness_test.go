@@ -49,6 +49,7 @@ type harness struct {
 	phone     *channelstest.Adapter
 	gw        *gateway.Gateway
 	workspace string
+	overflow  string
 	clock     *clock
 	cancel    context.CancelFunc
 	done      chan error
@@ -62,6 +63,12 @@ type harnessOpts struct {
 	modelProblem string
 	allowAll     bool
 	noEdit       bool
+	// sub-agent tasks
+	subagents  []agentcore.SubagentType
+	maxTasks   int
+	deny       []permission.Rule
+	memoryDir  string
+	memoryRoot string
 }
 
 func newHarness(t testing.TB, o harnessOpts, steps ...fakemodel.Step) *harness {
@@ -78,7 +85,7 @@ func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h := &harness{t: t, db: db, model: fakemodel.New(t, steps...), workspace: filepath.Join(dir, "ws"), clock: &clock{}}
+	h := &harness{t: t, db: db, model: fakemodel.New(t, steps...), workspace: filepath.Join(dir, "ws"), overflow: filepath.Join(dir, "overflow"), clock: &clock{}}
 	if err := mkdir(h.workspace); err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +99,16 @@ func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ..
 		ContextWindow:   32768,
 		MaxOutputTokens: 1024,
 		Preset:          "You are a test agent.",
-		Policy:          permission.Policy{Mode: o.mode, Workspace: h.workspace},
+		Policy:          permission.Policy{Mode: o.mode, Workspace: h.workspace, Deny: o.deny, ReadOnlyDirs: []string{h.overflow}, MemoryDir: o.memoryDir, MemoryRoot: o.memoryRoot},
 		ApprovalTimeout: o.timeout,
+		Subagents:       o.subagents,
 	}, agentcore.Deps{
 		Store:    db,
 		Provider: agentcore.NewOpenAI(agentcore.OpenAIOptions{BaseURL: h.model.URL(), Model: "test-model"}),
-		Tools:    agentcore.NewTools(tools.Default()...),
-		Env:      agentcore.ToolEnv{AgentID: "main", Workspace: h.workspace, Runner: sandbox.NewRunner(sandbox.Options{Redactor: red}), Redactor: red, Env: []string{"PATH=/usr/bin:/bin"}},
-		Now:      h.clock.Now,
+		Tools:    agentcore.NewTools(tools.WithSubagents(agentcore.MergeSubagents(o.subagents...))...),
+		Env: agentcore.ToolEnv{AgentID: "main", Workspace: h.workspace, OverflowDir: h.overflow, MemoryDir: o.memoryDir,
+			Runner: sandbox.NewRunner(sandbox.Options{Redactor: red}), Redactor: red, Env: []string{"PATH=/usr/bin:/bin"}},
+		Now: h.clock.Now,
 	})
 	caps := channels.Capabilities{MaxMessageLen: 4000, Edit: !o.noEdit, Buttons: true, Dialect: channels.Plain}
 	h.chat = channelstest.New("chat", caps)
@@ -108,7 +117,7 @@ func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ..
 		Store:        db,
 		Agents:       map[string]*agentcore.Agent{"main": ag},
 		AgentStore:   db,
-		AgentOptions: map[string]gateway.AgentOptions{"main": {ApprovalRoutes: o.routes}},
+		AgentOptions: map[string]gateway.AgentOptions{"main": {ApprovalRoutes: o.routes, MaxTasks: o.maxTasks}},
 		Channels: map[string]gateway.ChannelOptions{
 			"chat":  {AllowUsers: []string{"alice", "bob"}, Admins: []string{"admin"}, AllowAll: o.allowAll, RequireMention: true, QueueMode: o.queueMode, EditInterval: time.Millisecond},
 			"phone": {Admins: []string{"owner"}, EditInterval: time.Millisecond},

@@ -78,7 +78,7 @@ func (h *handler) History(ctx context.Context, loc channels.Location) ([]channel
 		}
 		after = page[len(page)-1].Seq
 	}
-	pending, err := e.opts.AgentStore.PendingApprovals(ctx, conversationID)
+	pending, err := pendingHere(ctx, e, conversationID)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,10 @@ func (h *handler) History(ctx context.Context, loc channels.Location) ([]channel
 	for _, m := range msgs {
 		switch m.Role {
 		case agentcore.RoleUser:
-			if t := m.Text(); t != "" {
+			if t := m.Text(); strings.HasPrefix(t, "<task-notification>") {
+				// A task's report reached the agent: the harness speaks.
+				out = append(out, channels.HistoryItem{ID: m.ID, Role: channels.RoleSystem, Message: channels.Message{Parts: []channels.Part{channels.Notice{Text: t}}}, At: m.CreatedAt})
+			} else if t != "" {
 				out = append(out, channels.HistoryItem{ID: m.ID, Role: channels.RoleUser, Message: channels.TextMessage(t), At: m.CreatedAt})
 			}
 		case agentcore.RoleAssistant:
@@ -149,4 +152,39 @@ func historyActivity(ag *agentcore.Agent, c agentcore.ToolCall, results map[stri
 		a.Status = channels.StatusRunning
 	}
 	return a
+}
+
+// pendingHere are the asks waiting where a conversation is: its own and
+// those of its unfinished tasks (and theirs), which are posted at its
+// location too.
+func pendingHere(ctx context.Context, e *env, conv string) ([]agentcore.Approval, error) {
+	pending, err := e.opts.AgentStore.PendingApprovals(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	convs := []string{conv}
+	for depth := 0; depth < agentcore.MaxTaskDepth && len(convs) > 0; depth++ {
+		var next []string
+		for _, c := range convs {
+			tasks, err := e.opts.AgentStore.ConversationTasks(ctx, c, 50)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range tasks {
+				if t.Status.Final() || t.Status == agentcore.TaskQueued {
+					continue
+				}
+				next = append(next, t.ConversationID)
+				if t.Status == agentcore.TaskWaiting {
+					aps, err := e.opts.AgentStore.PendingApprovals(ctx, t.ConversationID)
+					if err != nil {
+						return nil, err
+					}
+					pending = append(pending, aps...)
+				}
+			}
+		}
+		convs = next
+	}
+	return pending, nil
 }

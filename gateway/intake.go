@@ -21,6 +21,7 @@ type intake struct {
 	workers   *workers
 	approvals *approvals
 	outbox    *outbox
+	tasks     *tasks
 	notice    func() string
 }
 
@@ -240,6 +241,13 @@ func (in *intake) stopPressed(ctx context.Context, channel string, a channels.Ac
 	}
 	if !allowed {
 		return channels.ActionReply{Text: "Only people allowed in this chat can stop the agent.", Alert: true}, nil
+	}
+	if task, ok, err := in.tasks.of(ctx, conv); err == nil && ok {
+		if in.tasks.stop(ctx, task, "stopped by "+channels.QualifiedID(channel, a.User.ID)) {
+			in.env.log.Info("task stopped by button", "task", task.ID, "by", channels.QualifiedID(channel, a.User.ID))
+			return channels.ActionReply{Text: "Stopping task " + task.ID + "."}, nil
+		}
+		return channels.ActionReply{Text: "Task " + task.ID + " has ended already."}, nil
 	}
 	if in.workers.cancel(conv, errStopped) {
 		in.env.log.Info("turn stopped by button", "conversation", conv, "by", channels.QualifiedID(channel, a.User.ID))

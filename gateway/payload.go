@@ -16,6 +16,7 @@ type messagePayload struct {
 	Name        string           `json:"name,omitempty"`
 	Origin      string           `json:"origin,omitempty"`
 	Admin       bool             `json:"admin,omitempty"` // commands: the sender is an admin
+	Task        string           `json:"task,omitempty"`  // notifications: the task whose report this is
 	Attachments []attachmentData `json:"attachments,omitempty"`
 }
 

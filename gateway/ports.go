@@ -264,4 +264,5 @@ type Store interface {
 	CompleteWith
 	Deciding
 	Settings
+	TaskStore
 }

@@ -20,6 +20,7 @@ type processor struct {
 	outbox    *outbox
 	approvals *approvals
 	workers   *workers
+	tasks     *tasks
 	notice    func() string
 }
 
@@ -46,7 +47,17 @@ func (p *processor) process(ctx context.Context, w *worker, it Item) (busy bool,
 			return drop("bad payload", err)
 		}
 		return false, p.runQueuedCommand(ctx, it, loc, pl)
-	case ItemMessage, ItemNotification, ItemResume:
+	case ItemMessage, ItemNotification, ItemResume, ItemTask:
+		task, isTask, err := p.tasks.of(ctx, it.ConversationID)
+		if err != nil {
+			return false, err
+		}
+		if isTask {
+			return p.tasks.work(ctx, w, p, it, ag, loc, task)
+		}
+		if it.Kind == ItemTask {
+			return drop("a task item of a conversation that is no task's", fmt.Errorf("conversation %s", it.ConversationID))
+		}
 		return p.turn(ctx, w, it, ag, loc)
 	}
 	return drop("unknown kind", fmt.Errorf("kind %q", it.Kind))
@@ -85,6 +96,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 		}
 		if it.Kind == ItemNotification {
 			in.Kind = agentcore.InputNotification
+			in.TaskID = pl.Task
 		}
 		in.MessageID = inputID(it)
 		if mode == QueueSteer && it.Kind == ItemMessage {
@@ -94,6 +106,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	in.Location = it.Location
 	in.DenyAsks = e.channel(loc.Channel).DenyAsks
 	in.TurnID = "turn-" + newToken()[:12]
+	in.Tasks = p.tasks.host(loc)
 
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -137,6 +150,20 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 			res.Error = "stopped"
 		}
 	}
+	if res.Deferred || res.Idle {
+		// Nothing new to show: a notification kept for the parked turn, or
+		// a resume another turn already settled.
+		if res.Idle && parked != nil {
+			if err := st.SetSetting(context.WithoutCancel(ctx), parkedScope(it.ConversationID), settingParked, ""); err != nil {
+				e.log.Warn("forget the parked turn's message", "conversation", it.ConversationID, "err", err)
+			}
+		}
+		if _, err := st.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID); err != nil {
+			return false, fmt.Errorf("complete item %d: %w", it.ID, err)
+		}
+		s.liveEnd(ctx, res)
+		return false, nil
+	}
 	// Asks are posted before the item completes: a crash in between reruns
 	// the item, whose turn parks again and finds them posted.
 	if res.StopReason == agentcore.StopRequiresApproval {
@@ -145,9 +172,10 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 		}
 	}
 	out := p.finalItems(ctx, s, loc, res)
-	if parked != nil || res.StopReason == agentcore.StopRequiresApproval {
+	parks := res.StopReason == agentcore.StopRequiresApproval || res.StopReason == agentcore.StopWaitingForTask
+	if parked != nil || parks {
 		val := ""
-		if res.StopReason == agentcore.StopRequiresApproval {
+		if parks {
 			b, _ := json.Marshal(s.view.parked(loc.String(), s.pageRefs(), nil))
 			val = string(b)
 		}

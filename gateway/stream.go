@@ -148,8 +148,14 @@ func (s *stream) liveEvent(e agentcore.Event) (channels.LiveEvent, bool) {
 			return ev, false
 		}
 		ev.Kind, ev.Approval = channels.LiveApproval, approvalCard(*e.Approval, nil, "")
+	case agentcore.EventTaskStarted, agentcore.EventTaskProgress, agentcore.EventTaskNotification:
+		ev.Kind = channels.LiveTask
+		if t := e.Task; t != nil {
+			ev.Task = &channels.TaskActivity{ID: t.ID, Type: t.Type, Description: t.Description, Status: t.Status,
+				Progress: t.Progress, Duration: time.Duration(t.DurationMs) * time.Millisecond}
+		}
 	default:
-		ev.Kind = channels.LiveKind(e.Type) // task and compaction events: relayed by Wire
+		ev.Kind = channels.LiveKind(e.Type) // compaction events: relayed by Wire
 	}
 	ev.Wire, _ = json.Marshal(e)
 	return ev, true
@@ -158,7 +164,7 @@ func (s *stream) liveEvent(e agentcore.Event) (channels.LiveEvent, bool) {
 // approvalCard is an approval as rich surfaces show it.
 func approvalCard(ap agentcore.Approval, bs []Button, approvers string) *channels.ApprovalCard {
 	c := &channels.ApprovalCard{ID: ap.ID, ToolCallID: ap.ToolCallID, Tool: ap.ToolName, Summary: ap.Summary, Reason: ap.Reason,
-		Diff: ap.Diff, Workdir: ap.Workdir, Rule: ap.Rule, Requester: ap.Requester, Approvers: approvers, Expires: ap.Expires}
+		Diff: ap.Diff, Workdir: ap.Workdir, Rule: ap.Rule, Requester: ap.Requester, Approvers: approvers, Task: ap.TaskID, Expires: ap.Expires}
 	if len(bs) > 0 {
 		c.Buttons = approvalButtons(ap, bs)
 	}

@@ -142,6 +142,12 @@ func (v *turnView) final(res agentcore.TurnResult) channels.Message {
 	switch res.StopReason {
 	case agentcore.StopRequiresApproval:
 		extra = append(extra, channels.Notice{Text: fmt.Sprintf("Waiting for approval (%d pending).", len(res.Pending))})
+	case agentcore.StopWaitingForTask:
+		var ids []string
+		for _, t := range res.Tasks {
+			ids = append(ids, t.ID+" ("+t.Type+")")
+		}
+		extra = append(extra, channels.Notice{Text: "Waiting for sub-agent task " + strings.Join(ids, ", ") + " to report."})
 	case agentcore.StopEndTurn:
 	default:
 		if res.Error != "" {

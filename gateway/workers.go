@@ -21,11 +21,12 @@ type workers struct {
 	env     *env
 	process func(ctx context.Context, w *worker, it Item) (busy bool, err error)
 
-	mu      sync.Mutex
-	running map[string]*worker // by conversation id
-	slots   chan struct{}
-	wg      sync.WaitGroup
-	ctx     context.Context // set by start
+	mu       sync.Mutex
+	running  map[string]*worker // by conversation id
+	slots    chan struct{}
+	wg       sync.WaitGroup
+	ctx      context.Context // set by start
+	draining bool            // shutting down: no new workers
 }
 
 // worker works one conversation's queue, one item at a time.
@@ -34,6 +35,7 @@ type worker struct {
 	cancel   context.CancelCauseFunc // cancels the running turn
 	again    bool                    // work arrived while the worker was finishing
 	stopping bool                    // shutdown: take no new items
+	wake     chan struct{}           // a kick while the worker waits (busy) makes it look again
 }
 
 var (
@@ -59,14 +61,18 @@ func (ws *workers) kick(conv string) {
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.ctx == nil || ws.ctx.Err() != nil {
+	if ws.ctx == nil || ws.ctx.Err() != nil || ws.draining {
 		return
 	}
 	if w, ok := ws.running[conv]; ok {
 		w.again = true
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 		return
 	}
-	w := &worker{conv: conv, cancel: func(error) {}}
+	w := &worker{conv: conv, cancel: func(error) {}, wake: make(chan struct{}, 1)}
 	ws.running[conv] = w
 	ws.env.metrics.Busy.Inc()
 	ws.wg.Add(1)
@@ -152,9 +158,10 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 		}
 		switch {
 		case busy:
-			// Another process holds the lease; look again later.
+			// Another process holds the lease (or the agent's task slots
+			// are taken); look again later, or when kicked.
 			retry = backoff(retry)
-			if !sleepCtx(ctx, retry) {
+			if !sleepOrWake(ctx, retry, w.wake) {
 				return
 			}
 			continue
@@ -183,6 +190,9 @@ func (ws *workers) runItem(ctx context.Context, w *worker, it Item) (bool, error
 
 // drain waits up to grace for running turns, then cancels them.
 func (ws *workers) drain(grace time.Duration) {
+	ws.mu.Lock()
+	ws.draining = true
+	ws.mu.Unlock()
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)

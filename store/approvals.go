@@ -43,8 +43,8 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO approvals
 			(id, conversation_id, agent_id, tool_call_id, tool_name, arguments, summary, reason,
 			 rule, workdir, diff, requester, approvers, state, decision_reason, decided_by,
-			 created, expires, decided, location)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			 created, expires, decided, location, task_id, task_type)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 			_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,
 				a.ToolName, a.Arguments, a.Summary, a.Reason, a.Rule, a.Workdir, a.Diff,
 				a.Requester, r.approvers, string(a.State), a.DecisionReason, a.DecidedBy,
-				nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location)
+				nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location, a.TaskID, a.TaskType)
 			if isForeignKey(err) {
 				return fmt.Errorf("approval %s: conversation %s: %w", a.ID, a.ConversationID, ErrNotFound)
 			}
@@ -72,7 +72,7 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 
 const approvalColumns = `id, conversation_id, agent_id, tool_call_id, tool_name, arguments,
 	summary, reason, rule, workdir, diff, requester, approvers, state, decision_reason,
-	decided_by, created, expires, decided, location`
+	decided_by, created, expires, decided, location, task_id, task_type`
 
 func scanApproval(s scanner) (agentcore.Approval, error) {
 	var a agentcore.Approval
@@ -80,7 +80,7 @@ func scanApproval(s scanner) (agentcore.Approval, error) {
 	var created, expires, decided int64
 	if err := s.Scan(&a.ID, &a.ConversationID, &a.AgentID, &a.ToolCallID, &a.ToolName,
 		&a.Arguments, &a.Summary, &a.Reason, &a.Rule, &a.Workdir, &a.Diff, &a.Requester,
-		&approvers, &state, &a.DecisionReason, &a.DecidedBy, &created, &expires, &decided, &a.Location); err != nil {
+		&approvers, &state, &a.DecisionReason, &a.DecidedBy, &created, &expires, &decided, &a.Location, &a.TaskID, &a.TaskType); err != nil {
 		return agentcore.Approval{}, err
 	}
 	a.State = agentcore.ApprovalState(state)

@@ -383,8 +383,11 @@ func (db *DB) Rebind(ctx context.Context, b gateway.Binding, afterID int64) erro
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created)); err != nil {
 			return err
 		}
+		// A task's child works at its parent's location: its items stay
+		// with it.
 		_, err := tx.ExecContext(ctx, `UPDATE queue SET conversation_id = ?, agent_id = ?
-			WHERE location = ? AND state = 'queued' AND id > ? AND conversation_id != ?`,
+			WHERE location = ? AND state = 'queued' AND id > ? AND conversation_id != ?
+			AND conversation_id NOT IN (SELECT conversation_id FROM tasks)`,
 			b.ConversationID, b.AgentID, b.Location, afterID, b.ConversationID)
 		return err
 	})

@@ -94,10 +94,13 @@ func (db *DB) Conversation(ctx context.Context, id string) (agentcore.Conversati
 }
 
 // LatestConversation returns the agent's most recently updated
-// conversation, or ErrNotFound.
+// conversation, or ErrNotFound. A task's child conversation is not one of
+// the agent's conversations here (nor in ListConversations): people and
+// --continue reach it only through its task.
 func (db *DB) LatestConversation(ctx context.Context, agentID string) (agentcore.Conversation, error) {
 	c, err := scanConversation(db.r.QueryRowContext(ctx,
 		`SELECT `+conversationColumns+` FROM conversations WHERE agent_id = ?
+		 AND id NOT IN (SELECT conversation_id FROM tasks)
 		 ORDER BY updated DESC, rowid DESC LIMIT 1`, agentID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentcore.Conversation{}, fmt.Errorf("latest conversation of agent %s: %w", agentID, ErrNotFound)
@@ -113,6 +116,7 @@ func (db *DB) LatestConversation(ctx context.Context, agentID string) (agentcore
 func (db *DB) ListConversations(ctx context.Context, agentID string, limit int) ([]agentcore.Conversation, error) {
 	rows, err := db.r.QueryContext(ctx,
 		`SELECT `+conversationColumns+` FROM conversations WHERE agent_id = ?
+		 AND id NOT IN (SELECT conversation_id FROM tasks)
 		 ORDER BY updated DESC, rowid DESC LIMIT ?`, agentID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list conversations of agent %s: %w", agentID, err)

@@ -20,10 +20,15 @@ import (
 const MaxOutputChars = 30000
 
 // Default returns the whole tool set in a stable order, so the tool
-// schemas of every request are byte-identical.
-func Default() []agentcore.Tool {
+// schemas of every request are byte-identical; its Agent tool offers the
+// built-in sub-agent types.
+func Default() []agentcore.Tool { return WithSubagents(nil) }
+
+// WithSubagents is Default with an Agent tool that offers types (the
+// built-ins and the agent's type files, agentcore.MergeSubagents).
+func WithSubagents(types []agentcore.SubagentType) []agentcore.Tool {
 	return []agentcore.Tool{
-		Read(), Write(), Edit(), Bash(), Grep(), Glob(), TodoWrite(), Recall(), Attach(),
+		Read(), Write(), Edit(), Bash(), Grep(), Glob(), TodoWrite(), Recall(), Attach(), Agent(types),
 	}
 }
 

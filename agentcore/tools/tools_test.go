@@ -80,7 +80,7 @@ func TestDefaultOrderAndSpecs(t *testing.T) {
 		}
 		total += len(s.Name) + len(s.Description) + len(s.Parameters)
 	}
-	want := []string{"Read", "Write", "Edit", "Bash", "Grep", "Glob", "TodoWrite", "Recall", "Attach"}
+	want := []string{"Read", "Write", "Edit", "Bash", "Grep", "Glob", "TodoWrite", "Recall", "Attach", "Agent"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("Default() order (-want +got):\n%s", diff)
 	}
@@ -108,6 +108,7 @@ func TestArgumentNames(t *testing.T) {
 		"TodoWrite": {"todos"},
 		"Recall":    {"limit", "query"},
 		"Attach":    {"caption", "file_path"},
+		"Agent":     {"background", "description", "fork", "prompt", "subagent_type"},
 	}
 	for _, tl := range Default() {
 		var schema struct {

@@ -6,6 +6,14 @@
 // arrive here live (channels.LiveSurface); decisions go through the
 // gateway's one decide path (channels.Decider).
 //
+// Sub-agent tasks run on the same gateway; their activity arrives as
+// task events (relayed in stream-json). A turn parked on a foreground task
+// keeps the session open until the task's report resumes it; with
+// WaitTasks the session also waits for every background task this session
+// started, whose <task-notification> is worked as the parent's next turn;
+// without it, the background tasks still running when the session ends
+// are named in the last result (CancelledTasks) for the host to cancel.
+//
 // Concurrency: Start runs the session; Live, Send and Edit may be called
 // from the gateway's goroutines while it runs. Done is closed when the
 // session is over (the prompt's turn ended, or stdin ended and every turn
@@ -18,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +61,9 @@ type Options struct {
 	// BusyWait bounds how long a turn may wait for another process working
 	// the conversation before the session gives up (default 2m).
 	BusyWait time.Duration
+	// WaitTasks keeps the session until every background task it started
+	// has reported (run --wait-tasks).
+	WaitTasks bool
 }
 
 // Adapter is the headless surface.
@@ -60,8 +72,11 @@ type Adapter struct {
 	enc *streamjson.Encoder
 
 	mu          sync.Mutex
-	outstanding int  // turns started by this session that have not ended
-	eof         bool // no more input
+	outstanding int             // inputs and turns of this session that have not ended
+	waiting     int             // of those, inputs whose turn has not started
+	eof         bool            // no more input
+	open        map[string]bool // tasks this session's turns started, not yet reported to them: id → background
+	cancelled   []string        // background tasks left running at the end
 	done        chan struct{}
 	doneOnce    sync.Once
 	exit        int
@@ -84,7 +99,7 @@ func New(o Options) *Adapter {
 	if o.BusyWait <= 0 {
 		o.BusyWait = 2 * time.Minute
 	}
-	return &Adapter{o: o, enc: streamjson.NewEncoder(o.Out), done: make(chan struct{}), started: make(chan struct{}), commands: map[string]bool{}}
+	return &Adapter{o: o, enc: streamjson.NewEncoder(o.Out), done: make(chan struct{}), started: make(chan struct{}), commands: map[string]bool{}, open: map[string]bool{}}
 }
 
 // Name implements channels.Adapter.
@@ -139,8 +154,14 @@ func (a *Adapter) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	return nil
 }
 
-// Live implements channels.LiveSurface.
+// Live implements channels.LiveSurface. Once the session is over nothing
+// more is shown.
 func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
 	if a.o.Format == FormatStreamJSON && len(ev.Wire) > 0 {
 		a.enc.WriteRaw(ev.Wire)
 	}
@@ -161,9 +182,19 @@ func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
 	switch ev.Kind {
 	case channels.LiveTurnStart:
 		a.text, a.pending, a.turnStarted = "", nil, true
+		if a.waiting > 0 {
+			a.waiting--
+		} else {
+			a.outstanding++ // a turn no input of ours started: a task's report
+		}
 	case channels.LiveMessage:
 		a.text = ev.Text
+	case channels.LiveTask:
+		a.taskEvent(ev.Wire)
 	case channels.LiveApproval:
+		if ev.Approval != nil && ev.Approval.Task != "" {
+			return // a sub-agent's ask: decided by its id, not this turn's
+		}
 		var w struct {
 			Approval json.RawMessage `json:"approval"`
 		}
@@ -173,6 +204,64 @@ func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
 	case channels.LiveTurnEnd:
 		a.turnEnded(ev)
 	}
+}
+
+// taskEvent tracks the tasks this session's turns started until their
+// reports reach them. Called with a.mu held.
+func (a *Adapter) taskEvent(wire []byte) {
+	var w struct {
+		Type   string `json:"type"`
+		TaskID string `json:"taskId"`
+		Task   struct {
+			Background bool `json:"background"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(wire, &w) != nil || w.TaskID == "" {
+		return
+	}
+	switch w.Type {
+	case "task_started":
+		a.open[w.TaskID] = w.Task.Background
+	case "task_notification":
+		delete(a.open, w.TaskID)
+		a.finishIfIdle()
+	}
+}
+
+// waitsOnTasks reports whether a task keeps the session open: a
+// foreground one always, a background one with WaitTasks. Called with a.mu
+// held.
+func (a *Adapter) waitsOnTasks() bool {
+	for _, bg := range a.open {
+		if !bg || a.o.WaitTasks {
+			return true
+		}
+	}
+	return false
+}
+
+// leftTasks are the background tasks still running (sorted). Called with
+// a.mu held.
+func (a *Adapter) leftTasks() []string {
+	var ids []string
+	for id, bg := range a.open {
+		if bg {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// idle reports whether the session can end. Called with a.mu held.
+func (a *Adapter) idle() bool { return a.eof && a.outstanding == 0 && !a.waitsOnTasks() }
+
+// CancelledTasks are the background tasks the session left running when
+// it ended (valid once Done is closed): the host cancels them.
+func (a *Adapter) CancelledTasks() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.cancelled...)
 }
 
 // turnEnded records a turn's result and prints it. Called with a.mu held.
@@ -185,17 +274,25 @@ func (a *Adapter) turnEnded(ev channels.LiveEvent) {
 	res := streamjson.Result{Type: "result", Subtype: streamjson.SubtypeOf(ev.StopReason), Result: text,
 		StopReason: ev.StopReason, NumSteps: a.steps, Usage: a.usage, AgentID: a.o.Init.AgentID,
 		ConversationID: ev.ConversationID, DurationMs: time.Since(a.start).Milliseconds(), Error: ev.Error, Pending: a.pending}
+	if a.outstanding > 0 {
+		a.outstanding--
+	}
+	final := a.idle()
+	if final {
+		res.CancelledTasks = a.leftTasks()
+	}
 	a.last = &res
 	switch a.o.Format {
 	case FormatStreamJSON:
 		a.enc.Write(res)
+	case FormatJSON:
+		if a.o.WaitTasks && !final {
+			a.enc.Write(res) // each turn's result; the last one at the end
+		}
 	case FormatText:
-		if a.o.StreamInput != nil && res.Result != "" {
+		if (a.o.StreamInput != nil || a.o.WaitTasks) && res.Result != "" {
 			fmt.Fprintln(a.o.Out, res.Result)
 		}
-	}
-	if a.outstanding > 0 {
-		a.outstanding--
 	}
 	a.finishIfIdle()
 }
@@ -203,11 +300,22 @@ func (a *Adapter) turnEnded(ev channels.LiveEvent) {
 // finishIfIdle ends the session when no input can come and no turn it
 // started is still running. Called with a.mu held.
 func (a *Adapter) finishIfIdle() {
-	if !a.eof || a.outstanding > 0 {
+	if !a.idle() {
 		return
 	}
 	a.doneOnce.Do(func() {
 		a.exit = 0
+		a.cancelled = a.leftTasks()
+		if a.last != nil && len(a.cancelled) > 0 && len(a.last.CancelledTasks) == 0 {
+			// The last result went out before input ended (stream-json
+			// input): say it on a line of its own.
+			last := *a.last
+			last.CancelledTasks = a.cancelled
+			a.last = &last
+			if a.o.Format == FormatStreamJSON {
+				a.enc.Write(streamjson.NewError("cancelled unfinished background task(s) " + strings.Join(a.cancelled, ", ") + " at exit; use --wait-tasks to wait for them"))
+			}
+		}
 		if a.last != nil {
 			switch a.last.Subtype {
 			case streamjson.SubtypeCancelled:
@@ -227,11 +335,14 @@ func (a *Adapter) printFinal(res streamjson.Result) {
 	case FormatJSON:
 		a.enc.Write(res)
 	case FormatText:
-		if a.o.StreamInput == nil && res.Result != "" {
+		if a.o.StreamInput == nil && !a.o.WaitTasks && res.Result != "" {
 			fmt.Fprintln(a.o.Out, res.Result)
 		}
 		if res.Error != "" {
 			fmt.Fprintln(a.o.Err, "switchboard:", res.Error)
+		}
+		for _, id := range res.CancelledTasks {
+			fmt.Fprintf(a.o.Err, "switchboard: cancelled background task %s: it had not finished when run exited (use --wait-tasks to wait for it)\n", id)
 		}
 		for _, p := range res.Pending {
 			var ap struct{ ID, Summary string }
@@ -308,6 +419,8 @@ func (a *Adapter) deliver(ctx context.Context, h channels.Handler, text string, 
 	a.outstanding++
 	if isCommand {
 		a.commands[id] = true
+	} else {
+		a.waiting++
 	}
 	started := a.started
 	a.mu.Unlock()
@@ -424,6 +537,7 @@ func (a *Adapter) handleInput(ctx context.Context, h channels.Handler, in stream
 			if rep.Resumed {
 				a.mu.Lock()
 				a.outstanding++
+				a.waiting++
 				a.mu.Unlock()
 			}
 		}

@@ -52,6 +52,7 @@ type Adapter struct {
 	replies map[string]chan string // command replies awaited, by message id
 	ended   chan turnEnd           // turn ends, for the prompt loop
 	cards   []channels.ApprovalCard
+	tasks   map[string]string // sub-agent task → the status last shown
 	midLine bool
 	next    atomic.Int64
 }
@@ -63,7 +64,7 @@ type turnEnd struct {
 
 // New returns an Adapter.
 func New(o Options) *Adapter {
-	return &Adapter{o: o, done: make(chan struct{}), replies: map[string]chan string{}, ended: make(chan turnEnd, 16)}
+	return &Adapter{o: o, done: make(chan struct{}), replies: map[string]chan string{}, ended: make(chan turnEnd, 16), tasks: map[string]string{}}
 }
 
 // Name implements channels.Adapter.
@@ -163,8 +164,16 @@ func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
 			fmt.Fprintf(&b, "  %s %s\n", mark, it.Content)
 		}
 		a.line(strings.TrimRight(b.String(), "\n"))
+	case channels.LiveTask:
+		a.taskLine(ev.Task)
 	case channels.LiveApproval:
 		if ev.Location != a.o.Location {
+			return
+		}
+		if c := ev.Approval; c.Task != "" {
+			// A sub-agent's ask comes while no turn of this session may
+			// run: it is answered by typing, through the same decide path.
+			a.line(fmt.Sprintf("🔐 sub-agent task %s wants to run: %s\n   type /approve %s or /deny %s [reason]", c.Task, c.Summary, c.ID, c.ID))
 			return
 		}
 		a.mu.Lock()
@@ -183,6 +192,27 @@ func (a *Adapter) Live(ctx context.Context, ev channels.LiveEvent) {
 		a.mu.Unlock()
 		a.ended <- turnEnd{stop: ev.StopReason, cards: cards}
 	}
+}
+
+// taskLine prints a sub-agent task's status when it changes (one line per
+// change, not one per step of the sub-agent).
+func (a *Adapter) taskLine(t *channels.TaskActivity) {
+	if t == nil {
+		return
+	}
+	a.mu.Lock()
+	same := a.tasks[t.ID] == t.Status
+	a.tasks[t.ID] = t.Status
+	a.mu.Unlock()
+	if same {
+		return
+	}
+	mark := map[string]string{"queued": "🕒", "running": "⏳", "waiting": "🔐", "done": "✅", "failed": "❌", "cancelled": "⏹"}[t.Status]
+	text := fmt.Sprintf("%s sub-agent %s · task %s · %s — %s", mark, t.Type, t.ID, t.Status, t.Description)
+	if t.Status == "done" || t.Status == "failed" || t.Status == "cancelled" {
+		text += fmt.Sprintf(" (%s)", t.Duration.Round(time.Second))
+	}
+	a.line(text)
 }
 
 func statusWord(t *channels.ToolActivity) string {

@@ -66,7 +66,7 @@ func runACP(ctx context.Context, s *streams, agentName string) error {
 	// Sessions may talk to any configured agent (_meta.agent): the
 	// approval rules and vision of each apply.
 	for name, ac := range a.cfg.Agents {
-		opts.AgentOptions[name] = gateway.AgentOptions{Approvers: ac.Approvers, Vision: a.cfg.Providers[ac.Provider].Vision}
+		opts.AgentOptions[name] = gateway.AgentOptions{Approvers: ac.Approvers, Vision: a.cfg.Providers[ac.Provider].Vision, MaxTasks: ac.MaxTasks}
 	}
 	g, err := gateway.New(opts, ad)
 	if err != nil {
@@ -104,8 +104,29 @@ func conversationScope(conv string) string { return "conversation:" + conv }
 // agentFor is the gateway's AgentFor: a session's own agent.
 func (h *acpHost) agentFor(conv string) *agentcore.Agent {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.agents[conv]
+	ag := h.agents[conv]
+	h.mu.Unlock()
+	if ag != nil {
+		return ag
+	}
+	// A sub-agent task's child works with the agent (and workspace) of
+	// the session whose turn started it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range agentcore.MaxTaskDepth {
+		t, err := h.a.store.TaskOfConversation(ctx, conv)
+		if err != nil {
+			return nil
+		}
+		conv = t.ParentConversationID
+		h.mu.Lock()
+		ag = h.agents[conv]
+		h.mu.Unlock()
+		if ag != nil {
+			return ag
+		}
+	}
+	return nil
 }
 
 // sessionWorkspace checks the editor's directory.

@@ -209,6 +209,12 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		ClientRoute: agentcore.ClientRoute{Files: ac.ACPClientTools,
 			Shell: ac.ACPClientTools && sandbox.Confinement(ac.Sandbox) != sandbox.ConfineBwrap},
 	}
+	// Sub-agent types: $SWITCHBOARD_HOME/subagents, then the workspace's
+	// .switchboard/subagents (a later file of a name wins).
+	types, problems := agentcore.LoadSubagentTypes(filepath.Join(a.cfg.Home, "subagents"), filepath.Join(ac.Workspace, ".switchboard", "subagents"))
+	for _, p := range problems {
+		a.log.Warn("sub-agent type skipped", "err", p)
+	}
 	return agentcore.New(agentcore.Config{
 		ID:              name,
 		Model:           model,
@@ -221,12 +227,13 @@ func (a *app) agent(ctx context.Context, name string, o agentOptions) (*agentcor
 		Policy:          policy,
 		Approvers:       ac.Approvers,
 		ApprovalTimeout: a.cfg.Approvals.Timeout,
+		Subagents:       types,
 		FixedMode:       o.permissionMode != "",
 	}, agentcore.Deps{
 		Owner:    a.owner,
 		Store:    a.store,
 		Provider: provider,
-		Tools:    agentcore.NewTools(tools.Default()...),
+		Tools:    agentcore.NewTools(tools.WithSubagents(agentcore.MergeSubagents(types...))...),
 		Memory:   memoryAdapter{repo},
 		Env:      env,
 	}), nil

@@ -47,11 +47,25 @@ type localSession struct {
 	loc      channels.Location
 	conv     string
 	leases   agentcore.Leases
+	tasks    agentcore.Tasks
 	bindings gateway.Bindings
 	owner    string
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	leaseTTL time.Duration
+
+	mu      sync.Mutex
+	known   map[string]bool // conversation → is it this session's (its own or a task's child under it)
+	closing bool            // the session is over: its own conversation takes no new turns
+}
+
+// finish stops new turns of the session's conversation (what its tasks
+// queue for it waits for the next session); the tasks' children may still
+// end.
+func (s *localSession) finish() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 }
 
 func presenceKey(loc string) string { return "host:" + loc }
@@ -63,6 +77,8 @@ func (a *app) newLocalSession(ctx context.Context, host, agentID, convID string)
 		loc:      channels.Location{Channel: headless.Name, Account: host, ChatID: convID, ThreadID: rand.Text()[:10]},
 		conv:     convID,
 		leases:   a.store,
+		tasks:    a.store,
+		known:    map[string]bool{},
 		bindings: a.store,
 		owner:    a.owner,
 		leaseTTL: 10 * time.Second,
@@ -100,13 +116,44 @@ func (s *localSession) Close() {
 }
 
 // works reports whether the process works the conversation: the one it
-// started with, or the one its location is bound to now (after /new).
+// started with, or the one its location is bound to now (after /new), and
+// the child conversations of the tasks those started (and of theirs),
+// whose items carry this session's location.
 func (s *localSession) works(conv string) bool {
-	if conv == s.conv {
-		return true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	closing := s.closing
+	v, known := s.known[conv]
+	s.mu.Unlock()
+	bound := ""
+	if b, err := s.bindings.Binding(ctx, s.loc.String()); err == nil {
+		bound = b.ConversationID
 	}
-	b, err := s.bindings.Binding(context.Background(), s.loc.String())
-	return err == nil && b.ConversationID == conv
+	if conv == s.conv || conv == bound {
+		return !closing
+	}
+	if known {
+		return v
+	}
+	// A conversation's task is written before any item of it exists, so
+	// the answer never changes and may be kept.
+	c := conv
+	for range agentcore.MaxTaskDepth + 1 {
+		t, err := s.tasks.TaskOfConversation(ctx, c)
+		if err != nil {
+			break
+		}
+		if t.ParentConversationID == s.conv || t.ParentConversationID == bound {
+			v = true
+			break
+		}
+		c = t.ParentConversationID
+	}
+	s.mu.Lock()
+	s.known[conv] = v
+	s.mu.Unlock()
+	return v
 }
 
 // claim takes this session's items and adopts those a local session of the
@@ -173,18 +220,34 @@ func (l *localSessions) all() []*localSession {
 	return out
 }
 
-func (l *localSessions) works(conv string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.byConv[conv]
-	return ok
-}
+func (l *localSessions) works(conv string) bool { return l.sessionOf(conv) != nil }
 
 func (l *localSessions) claim(ctx context.Context, it gateway.Item) bool {
-	l.mu.Lock()
-	s := l.byConv[it.ConversationID]
-	l.mu.Unlock()
+	s := l.sessionOf(it.ConversationID)
 	return s != nil && s.claim(ctx, it)
+}
+
+// sessionOf is the session that works a conversation: its own, or the
+// one whose tasks' child it is.
+func (l *localSessions) sessionOf(conv string) *localSession {
+	l.mu.Lock()
+	s := l.byConv[conv]
+	var all []*localSession
+	if s == nil {
+		for _, o := range l.byConv {
+			all = append(all, o)
+		}
+	}
+	l.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	for _, o := range all {
+		if o.works(conv) {
+			return o
+		}
+	}
+	return nil
 }
 
 // localGateway builds the gateway of a local host: one agent, the local
@@ -203,7 +266,7 @@ func (a *app) localGatewayOptions(ag *agentcore.Agent, w localWork, denyAsks str
 		Store:        a.store,
 		Agents:       map[string]*agentcore.Agent{ag.ID(): ag},
 		AgentStore:   a.store,
-		AgentOptions: map[string]gateway.AgentOptions{ag.ID(): {Approvers: ac.Approvers, ApprovalRoutes: nil, Vision: pc.Vision}},
+		AgentOptions: map[string]gateway.AgentOptions{ag.ID(): {Approvers: ac.Approvers, ApprovalRoutes: nil, Vision: pc.Vision, MaxTasks: ac.MaxTasks}},
 		Channels: map[string]gateway.ChannelOptions{headless.Name: {
 			Agent: ag.ID(), AllowAll: true, Admins: []string{me.ID}, QueueMode: gateway.QueueFollowup,
 			EditInterval: 100 * time.Millisecond, DenyAsks: denyAsks,

@@ -25,6 +25,7 @@ type runFlags struct {
 	conversation    string
 	newConversation bool
 	leaseWait       time.Duration
+	waitTasks       bool
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -41,7 +42,12 @@ func newRunCmd(s *streams) *cobra.Command {
                                                                  approvals and interrupts on stdin
 
 With text or json input nobody can answer a permission ask, so asks are denied
-with a reason the model reads; use --permission-mode or allow rules to let calls run.`,
+with a reason the model reads; use --permission-mode or allow rules to let calls run.
+
+Sub-agent tasks the agent starts run in this process. With --wait-tasks, run waits
+for every background task and works each report as the agent's next turn (printed
+too); without it, background tasks still running at exit are cancelled and the
+result names them (cancelledTasks).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHeadless(cmd.Context(), s, f)
@@ -58,6 +64,7 @@ with a reason the model reads; use --permission-mode or allow rules to let calls
 	fl.StringVar(&f.conversation, "conversation", "", "continue this conversation id")
 	fl.BoolVar(&f.newConversation, "new-conversation", false, "start a new conversation (the default)")
 	fl.DurationVar(&f.leaseWait, "busy-wait", 2*time.Minute, "how long to wait when another process is working on the conversation")
+	fl.BoolVar(&f.waitTasks, "wait-tasks", false, "wait for background sub-agent tasks and work their reports before exiting")
 	return cmd
 }
 
@@ -103,7 +110,7 @@ func runHeadless(ctx context.Context, s *streams, f *runFlags) error {
 	cfg := ag.Config()
 	o := headless.Options{
 		Format: f.outputFormat, Prompt: f.prompt, Out: s.out, Err: s.err,
-		Location: sess.loc, User: localUser(), BusyWait: f.leaseWait,
+		Location: sess.loc, User: localUser(), BusyWait: f.leaseWait, WaitTasks: f.waitTasks,
 		Init: streamjson.Init{AgentID: ag.ID(), ConversationID: convID, Model: cfg.Model, Tools: ag.Tools().Names(),
 			Cwd: cfg.Policy.Workspace, PermissionMode: string(cfg.Policy.Mode)},
 	}
@@ -129,6 +136,10 @@ func runHeadless(ctx context.Context, s *streams, f *runFlags) error {
 		case <-ad.Done():
 		case <-time.After(10 * time.Second):
 		}
+	}
+	sess.finish()
+	if ids := ad.CancelledTasks(); len(ids) > 0 {
+		g.StopTasks(ctx, ids, "run exited before it finished (run --wait-tasks waits)")
 	}
 	stop()
 	<-done

@@ -239,7 +239,7 @@ func (a *app) planServe(ctx context.Context, rows []channelRow) (*servePlan, err
 		agents[name] = ag
 		ac := cfg.Agents[name]
 		pc := cfg.Providers[ac.Provider]
-		agentOpts[name] = gateway.AgentOptions{Approvers: ac.Approvers, ApprovalRoutes: ac.ApprovalRoutes, Vision: pc.Vision}
+		agentOpts[name] = gateway.AgentOptions{Approvers: ac.Approvers, ApprovalRoutes: ac.ApprovalRoutes, Vision: pc.Vision, MaxTasks: ac.MaxTasks}
 		if ag.Config().Model == "" && modelProblem == "" {
 			modelProblem = "No model is configured, so the agent cannot answer yet. Set SWITCHBOARD_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for a remote endpoint), or `model` under [providers." + ac.Provider + "] in switchboard.toml, then restart `switchboard serve`."
 		}

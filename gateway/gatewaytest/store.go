@@ -50,6 +50,10 @@ func TestStore(t *testing.T, open func(t *testing.T) gateway.Store) {
 		{"Settings", testSettings},
 		{"DecideAndResume", testDecideAndResume},
 		{"PostApproval", testPostApproval},
+		{"TaskStart", testTaskStart},
+		{"TaskAdmit", testTaskAdmit},
+		{"TaskFinishOnce", testTaskFinishOnce},
+		{"TaskDetach", testTaskDetach},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

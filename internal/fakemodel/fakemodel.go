@@ -204,6 +204,14 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// ForgetRequests drops the requests recorded so far (a benchmark that
+// measures the memory of the client side).
+func (s *Server) ForgetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}
+
 // WaitRequests blocks until at least n requests have arrived or ctx ends.
 func (s *Server) WaitRequests(ctx context.Context, n int) error {
 	for {

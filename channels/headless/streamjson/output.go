@@ -23,6 +23,7 @@ const (
 	SubtypeError            = "error"
 	SubtypeCancelled        = "cancelled"
 	SubtypeRequiresApproval = "requires_approval"
+	SubtypeWaitingForTask   = "waiting_for_task" // parked on a foreground sub-agent task
 )
 
 // Result ends each turn in stream-json and is the only output of
@@ -39,6 +40,9 @@ type Result struct {
 	DurationMs     int64             `json:"durationMs"`
 	Error          string            `json:"error,omitempty"`
 	Pending        []json.RawMessage `json:"pendingApprovals,omitempty"`
+	// CancelledTasks are the background tasks the session cancelled as it
+	// ended (run -p without --wait-tasks).
+	CancelledTasks []string `json:"cancelledTasks,omitempty"`
 }
 
 // Usage counts tokens.
@@ -55,6 +59,8 @@ func SubtypeOf(stopReason string) string {
 		return SubtypeSuccess
 	case "requires_approval":
 		return SubtypeRequiresApproval
+	case "waiting_for_task":
+		return SubtypeWaitingForTask
 	case "cancelled":
 		return SubtypeCancelled
 	}
