@@ -126,6 +126,12 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 					return TurnResult{}, false, fmt.Errorf("settle approval %s: %w", ap.ID, err)
 				}
 				t.em.emit(Event{Type: EventApprovalDecision, RunID: asst.RunID, ToolCallID: c.ID, Approval: &ap})
+			} else if ap.State != ApprovalPending && ap.DecidedBy == "switchboard" {
+				// Settled by the harness (a new message, the expiry) in an
+				// attempt that died before the result was appended: tell the
+				// host again, so the posted copies still get edited (an edit
+				// to the same text is harmless).
+				t.em.emit(Event{Type: EventApprovalDecision, RunID: asst.RunID, ToolCallID: c.ID, Approval: &ap})
 			}
 			switch ap.State {
 			case ApprovalPending:

@@ -747,3 +747,26 @@ func TestSeqIDsGrowAcrossResume(t *testing.T) {
 		t.Fatalf("the tool result should belong to the asking step's run")
 	}
 }
+
+// An ask the harness settled in an attempt that died before the call's
+// result was appended is announced again by the retried attempt, so the
+// host still edits its posted copies (the crash campaign found them left
+// with live buttons).
+func TestSettledAskAnnouncedAgainAfterACrash(t *testing.T) {
+	w := newWorld(t)
+	ag := w.agent(agentOpts{})
+	conv := w.conversation(ag)
+	ap := park(t, w, ag, conv, "call_1")
+	// The dead attempt: it denied the ask, then died.
+	if _, ok, err := w.db.Decide(context.Background(), ap.ID, agentcore.Decision{State: agentcore.ApprovalDenied, Reason: "the user sent a new message instead", By: "switchboard"}); !ok || err != nil {
+		t.Fatalf("decide: %v %v", ok, err)
+	}
+	var ev events
+	w.model.Push(fakemodel.Step{Text: "on to the new message"})
+	turn(t, ag, conv, userInput("something else"), &ev)
+	ds := ev.ofType(agentcore.EventApprovalDecision)
+	if len(ds) != 1 || ds[0].Approval == nil || ds[0].Approval.ID != ap.ID || ds[0].Approval.State != agentcore.ApprovalDenied {
+		t.Fatalf("approval_decision events = %+v; want the settled ask announced once", ds)
+	}
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
+}
