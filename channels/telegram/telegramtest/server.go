@@ -32,6 +32,9 @@ type Call struct {
 	// Status is the HTTP status the server answered.
 	Status int
 	At     time.Time
+	// MessageID is the id of the message a successful sendMessage or
+	// sendDocument created; 0 for every other call.
+	MessageID int64
 }
 
 // File is an uploaded file.
@@ -65,6 +68,8 @@ type Message struct {
 	// Document is the uploaded file of a sendDocument message.
 	Document *File
 	Caption  string
+	// Sent is when the message was created.
+	Sent time.Time
 }
 
 type failure struct {
@@ -77,6 +82,7 @@ type pendingUpdate struct {
 	id        int64
 	raw       json.RawMessage
 	redeliver bool // added again after it was acknowledged
+	delivered bool // answered to a getUpdates call at least once
 }
 
 type storedFile struct {
@@ -120,6 +126,14 @@ type Server struct {
 // Telegram), or 1000 when there is none.
 func New(t testing.TB, token string) *Server {
 	t.Helper()
+	s := NewServer(token)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewServer is New for use outside tests (the crash campaign, load tools):
+// the caller must Close it.
+func NewServer(token string) *Server {
 	id, err := strconv.ParseInt(strings.SplitN(token, ":", 2)[0], 10, 64)
 	if err != nil || id <= 0 {
 		id = 1000
@@ -139,7 +153,6 @@ func New(t testing.TB, token string) *Server {
 	}
 	s.pushCtx, s.stopPush = context.WithCancel(context.Background())
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	return s
 }
 
@@ -397,8 +410,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // finish records the call and writes the answer.
 func (s *Server) finish(w http.ResponseWriter, method string, params map[string]string, files map[string]File, status int, rep apiReply) {
+	var created int64
+	if m, ok := rep.Result.(map[string]any); ok && status == http.StatusOK && (method == "sendMessage" || method == "sendDocument") {
+		created, _ = m["message_id"].(int64)
+	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Seq: len(s.calls) + 1, Method: method, Params: params, Files: files, Status: status, At: time.Now()})
+	s.calls = append(s.calls, Call{Seq: len(s.calls) + 1, Method: method, Params: params, Files: files, Status: status, At: time.Now(), MessageID: created})
 	s.notifyLocked()
 	s.mu.Unlock()
 	writeReply(w, status, rep)
