@@ -1,0 +1,554 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
+	"github.com/switchboard-gw/switchboard/store"
+)
+
+// problem is one broken promise, about one message when token is set.
+type problem struct {
+	token string
+	what  string
+}
+
+// report is what a campaign found.
+type report struct {
+	seed         uint64
+	kills        int
+	startupKills int
+	messages     int
+	answered     int
+	lost         int
+	dupSendCrash int
+	dupStream    int
+	dupOther     int
+	misplaced    int
+	asks         int // ask episodes
+	askPosts     int // approval messages shown
+	askDupPosts  int // approval messages beyond the first of an ask
+	decided      int
+	pending      int
+	oldOK        int
+	oldTotal     int
+	wrongRefused int
+	wrongTotal   int
+	deniedRan    int
+	ranTwice     int
+	transcriptOK bool
+	queueLeft    int
+	outboxLeft   int
+	leftovers    int
+	restarts     []time.Duration
+	latencies    []time.Duration
+	problems     []problem
+	notes        []string // findings that are not failures
+}
+
+func (r *report) fail(token, format string, args ...any) {
+	r.problems = append(r.problems, problem{token: token, what: fmt.Sprintf(format, args...)})
+}
+
+func (r *report) ok() bool { return len(r.problems) == 0 }
+
+// botMessage is a message the bot sent, with the call that created it.
+type botMessage struct {
+	telegramtest.Message
+	createdText string
+}
+
+// outboxRow is one row of the outbox table.
+type outboxRow struct {
+	id        int64
+	kind      string
+	messageID string
+	created   time.Time
+	sent      bool
+}
+
+// approvalRow is one row of the approvals table.
+type approvalRow struct {
+	id, callID, state, decidedBy, requester, args string
+}
+
+// dbFacts is what the campaign reads of the data directory after the last
+// run stopped.
+type dbFacts struct {
+	convs     map[string][]agentcore.Message // by conversation id
+	outbox    []outboxRow
+	approvals []approvalRow
+	queueLeft int
+}
+
+func (c *campaign) readDB(ctx context.Context) (*dbFacts, error) {
+	path := filepath.Join(c.home, "switchboard.db")
+	f := &dbFacts{convs: map[string][]agentcore.Message{}}
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	convs, err := st.ListConversations(ctx, "main", 100000)
+	if err != nil {
+		return nil, err
+	}
+	for _, cv := range convs {
+		msgs, err := st.Messages(ctx, cv.ID, 0, 1000000)
+		if err != nil {
+			return nil, err
+		}
+		f.convs[cv.ID] = msgs
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT id, kind, message_id, created, sent FROM outbox ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	for rows.Next() {
+		var o outboxRow
+		var created, sent int64
+		if err := rows.Scan(&o.id, &o.kind, &o.messageID, &created, &sent); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		o.created, o.sent = time.Unix(0, created), sent != 0
+		f.outbox = append(f.outbox, o)
+	}
+	rows.Close()
+	rows, err = db.QueryContext(ctx, `SELECT id, tool_call_id, state, decided_by, requester, arguments FROM approvals ORDER BY created`)
+	if err != nil {
+		return nil, fmt.Errorf("read approvals: %w", err)
+	}
+	for rows.Next() {
+		var a approvalRow
+		if err := rows.Scan(&a.id, &a.callID, &a.state, &a.decidedBy, &a.requester, &a.args); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		f.approvals = append(f.approvals, a)
+	}
+	rows.Close()
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM queue WHERE state = 'queued'`).Scan(&f.queueLeft); err != nil {
+		return nil, fmt.Errorf("read queue: %w", err)
+	}
+	return f, nil
+}
+
+// check compares what happened with what every promise says.
+func (c *campaign) check() (*report, error) {
+	r := &report{seed: c.opts.seed, transcriptOK: true}
+	facts, err := c.readDB(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("read the data directory: %w", err)
+	}
+	c.checkProcesses(r)
+	c.checkDelivery(r)
+	c.checkAnswers(r, facts)
+	c.checkApprovals(r, facts)
+	c.checkTools(r, facts)
+	checkTranscripts(r, facts, c.episodeList())
+	if facts.queueLeft > 0 {
+		r.queueLeft = facts.queueLeft
+		r.fail("", "%d queue items are still queued after the last run stopped", facts.queueLeft)
+	}
+	for _, o := range facts.outbox {
+		if !o.sent {
+			r.outboxLeft++
+		}
+	}
+	if r.outboxLeft > 0 {
+		r.fail("", "%d outbox items were never sent", r.outboxLeft)
+	}
+	return r, nil
+}
+
+func (c *campaign) checkProcesses(r *report) {
+	for _, p := range c.procs {
+		if !p.killed.IsZero() {
+			r.kills++
+			if p.startup {
+				r.startupKills++
+			}
+		}
+		if p.ready > 0 {
+			r.restarts = append(r.restarts, p.ready)
+		}
+		if p.exited != "" {
+			r.fail("", "run %d exited on its own: %s", p.n, p.exited)
+		}
+		if p.readyError != "" && p.killed.IsZero() {
+			r.fail("", "run %d never became ready: %s", p.n, p.readyError)
+		}
+		for _, l := range p.leftovers {
+			r.leftovers++
+			r.fail("", "run %d started with a tool process of an earlier run still alive: pid %d (group %d) %s", p.n, l.pid, l.pgid, l.cmdline)
+		}
+	}
+	for _, l := range c.endProcs {
+		r.leftovers++
+		r.fail("", "after the last run stopped, a process still works in the workspace: pid %d (group %d) %s", l.pid, l.pgid, l.cmdline)
+	}
+	if !c.cleanStop {
+		r.fail("", "the last run did not exit within 30s of SIGTERM")
+	}
+}
+
+// checkDelivery: every update the campaign added was confirmed.
+func (c *campaign) checkDelivery(r *report) {
+	offset := c.tg.Offset()
+	for _, ep := range c.episodeList() {
+		r.messages++
+		if ep.updateID >= offset {
+			r.fail(ep.token, "its update %d was never confirmed (offset %d)", ep.updateID, offset)
+		}
+	}
+	for _, p := range c.presses {
+		if p.updateID >= offset {
+			r.fail(p.ep.token, "the press in update %d was never confirmed (offset %d)", p.updateID, offset)
+		}
+	}
+}
+
+func (c *campaign) botMessages() []botMessage {
+	created := map[int64]string{}
+	for _, call := range c.tg.Calls() {
+		if call.MessageID != 0 {
+			created[call.MessageID] = call.Params["text"]
+		}
+	}
+	var out []botMessage
+	for _, m := range c.tg.Messages() {
+		out = append(out, botMessage{Message: m, createdText: created[m.ID]})
+	}
+	return out
+}
+
+// killedAfter reports whether a run that was running at t was killed
+// later (so a message it sent at t may be a leftover of a killed turn).
+func (c *campaign) killedAfter(t time.Time) bool {
+	for _, p := range c.procs {
+		if !p.start.After(t) && !p.killed.IsZero() && p.killed.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAnswers: each message has exactly one complete answer, finalized
+// by the outbox, in its own chat or topic; extra copies are classified.
+func (c *campaign) checkAnswers(r *report, f *dbFacts) {
+	finalized := map[int64]outboxRow{}
+	for _, o := range f.outbox {
+		if id, err := strconv.ParseInt(o.messageID, 10, 64); err == nil && o.sent {
+			if _, seen := finalized[id]; !seen || o.kind == "send" {
+				finalized[id] = o
+			}
+		}
+	}
+	byToken := map[string][]botMessage{}
+	for _, m := range c.botMessages() {
+		if mt := ansRE.FindStringSubmatch(m.Text); mt != nil {
+			byToken[mt[1]] = append(byToken[mt[1]], m)
+		}
+	}
+	for _, ep := range c.episodeList() {
+		var good *botMessage
+		msgs := byToken[ep.token]
+		for i := range msgs {
+			m := &msgs[i]
+			if m.ChatID != ep.chat.id || m.ThreadID != ep.chat.thread {
+				r.misplaced++
+				r.fail(ep.token, "its answer (message %d) went to chat %d thread %d instead of %s", m.ID, m.ChatID, m.ThreadID, ep.chat.name)
+				continue
+			}
+			if _, fin := finalized[m.ID]; fin && good == nil && endRE.MatchString(m.Text) {
+				good = m
+			}
+		}
+		if good == nil {
+			r.lost++
+			r.fail(ep.token, "never answered: %s", lostCause(ep, f, msgs))
+			continue
+		}
+		r.answered++
+		if at, ok := c.answered[ep.token]; ok && !ep.late {
+			r.latencies = append(r.latencies, at.Sub(ep.sentAt))
+		}
+		for _, m := range msgs {
+			if m.ID == good.ID || m.ChatID != ep.chat.id || m.ThreadID != ep.chat.thread {
+				continue
+			}
+			switch cause := c.duplicateCause(m, *good, finalized); cause {
+			case "send-then-crash":
+				r.dupSendCrash++
+			case "streaming":
+				r.dupStream++
+			default:
+				r.dupOther++
+				r.fail(ep.token, "answered twice: message %d besides %d (%s)", m.ID, good.ID, cause)
+			}
+		}
+	}
+}
+
+// duplicateCause says why m repeats the answer good.
+func (c *campaign) duplicateCause(m, good botMessage, finalized map[int64]outboxRow) string {
+	if _, fin := finalized[m.ID]; fin {
+		return "both finalized by the outbox"
+	}
+	// The outbox sent good's item once before (m), and the run died before
+	// it recorded that send: the documented send-then-crash window.
+	if o, ok := finalized[good.ID]; ok && o.kind == "send" && o.created.Before(m.Sent) && m.createdText == good.createdText && c.killedAfter(m.Sent) {
+		return "send-then-crash"
+	}
+	// A message streamed by a turn whose run was killed before it
+	// completed; the retried turn streamed a new one.
+	if c.killedAfter(m.Sent) {
+		return "streaming"
+	}
+	return "not explained by a kill"
+}
+
+var callIDRE = regexp.MustCompile(`^call_([A-Z][0-9]+)_`)
+
+// lostCause reads the transcript to say where an unanswered turn stopped.
+func lostCause(ep *episode, f *dbFacts, shown []botMessage) string {
+	for _, msgs := range f.convs {
+		for i, m := range msgs {
+			if m.Role != agentcore.RoleUser || !strings.Contains(m.Text(), "task "+ep.token+":") {
+				continue
+			}
+			seg := msgs[i+1:]
+			for j, n := range seg {
+				if n.Role == agentcore.RoleUser {
+					seg = seg[:j]
+					break
+				}
+			}
+			for _, n := range seg {
+				if n.Role == agentcore.RoleAssistant && endRE.MatchString(n.Text()) {
+					return "the answer is in the transcript but no finalized message shows it"
+				}
+			}
+			if len(seg) == 0 {
+				return "its input is in the transcript, and nothing after it"
+			}
+			last := seg[len(seg)-1]
+			switch {
+			case last.Role == agentcore.RoleTool:
+				what := "a tool result"
+				if strings.HasPrefix(last.Text(), "Outcome unknown") {
+					what = "an \"outcome unknown\" tool result"
+				}
+				if strings.HasPrefix(last.Text(), "Permission denied") {
+					what = "a denied tool's result"
+				}
+				return fmt.Sprintf("the turn ended after %s (%s) without a model call", what, last.ToolCallID)
+			case last.Role == agentcore.RoleAssistant && len(last.ToolCalls) > 0:
+				return "the turn stopped at unanswered tool calls (parked on an approval?)"
+			}
+			return fmt.Sprintf("the turn ended at a %s message", last.Role)
+		}
+	}
+	if len(shown) > 0 {
+		return "its input is in no transcript, yet a partial answer was shown"
+	}
+	return "its input is in no transcript"
+}
+
+// checkApprovals: every ask was shown, decided once by its decider (or is
+// still decidable), every press got the right answer.
+func (c *campaign) checkApprovals(r *report, f *dbFacts) {
+	byToken := map[string][]approvalRow{}
+	for _, a := range f.approvals {
+		if m := askCmdRE.FindStringSubmatch(a.args); m != nil {
+			byToken[m[1]] = append(byToken[m[1]], a)
+		}
+	}
+	for _, ep := range c.episodeList() {
+		if !ep.ask {
+			continue
+		}
+		r.asks++
+		shown := c.shown[ep.token]
+		r.askPosts += len(shown)
+		if len(shown) > 1 {
+			r.askDupPosts += len(shown) - 1
+		}
+		aps := byToken[ep.token]
+		if len(shown) == 0 {
+			r.fail(ep.token, "its approval was never shown (%d approvals stored)", len(aps))
+			continue
+		}
+		if len(aps) != 1 {
+			r.fail(ep.token, "%d approvals stored for one ask", len(aps))
+			continue
+		}
+		a := aps[0]
+		want := "denied"
+		if ep.approve {
+			want = "allowed"
+		}
+		switch {
+		case a.state == "pending":
+			r.pending++
+			r.fail(ep.token, "its approval %s is still pending after %s pressed %s", a.id, userName(ep.decider), decisionButton(ep))
+		case a.state != want || a.decidedBy != userName(ep.decider):
+			r.decided++
+			r.fail(ep.token, "its approval %s is %s by %s; %s pressed %s", a.id, a.state, a.decidedBy, userName(ep.decider), decisionButton(ep))
+		default:
+			r.decided++
+		}
+	}
+	for _, p := range c.presses {
+		ans, ok := c.tg.AnswerFor(p.updateID)
+		text := ans.Params["text"]
+		if p.role == pressOld {
+			r.oldTotal++
+		}
+		if p.role == pressWrong {
+			r.wrongTotal++
+		}
+		if !ok {
+			r.fail(p.ep.token, "the %s press of %s (update %d) was never answered", p.role, userName(p.who), p.updateID)
+			continue
+		}
+		switch p.role {
+		case pressWrong:
+			if strings.HasPrefix(text, "Only ") && ans.Params["show_alert"] == "true" {
+				r.wrongRefused++
+			} else {
+				r.fail(p.ep.token, "%s, who may not decide, pressed %s and was answered %q", userName(p.who), p.button, text)
+			}
+		case pressDecide, pressLate:
+			verb := "Denied:"
+			if p.button == "Approve" {
+				verb = "Approved:"
+			}
+			if !strings.HasPrefix(text, verb) && !strings.HasPrefix(text, "Already decided") {
+				r.fail(p.ep.token, "the decider's %s press was answered %q", p.button, text)
+			}
+		case pressAgain, pressOld:
+			if strings.HasPrefix(text, "Already decided") {
+				if p.role == pressOld {
+					r.oldOK++
+				}
+			} else {
+				r.fail(p.ep.token, "pressing %s again on message %d after the decision was answered %q", p.button, p.msgID, text)
+			}
+		}
+	}
+}
+
+// checkTools: no tool ran twice, no denied tool ran.
+func (c *campaign) checkTools(r *report, f *dbFacts) {
+	starts := func(name string) map[string]int {
+		n := map[string]int{}
+		data, _ := os.ReadFile(filepath.Join(c.ws, name))
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if tok, ok := strings.CutPrefix(line, "start "); ok {
+				n[tok]++
+			}
+		}
+		return n
+	}
+	ran, asked := starts("ran.log"), starts("asked.log")
+	state := map[string]string{}
+	for _, a := range f.approvals {
+		if m := askCmdRE.FindStringSubmatch(a.args); m != nil {
+			state[m[1]] = a.state
+		}
+	}
+	for _, ep := range c.episodeList() {
+		if n := ran[ep.token]; n > 1 {
+			r.ranTwice++
+			r.fail(ep.token, "its allowed tool ran %d times", n)
+		}
+		if n := asked[ep.token]; n > 1 {
+			r.ranTwice++
+			r.fail(ep.token, "its approved tool ran %d times", n)
+		}
+		if ep.ask && state[ep.token] != "allowed" && asked[ep.token] > 0 {
+			r.deniedRan++
+			r.fail(ep.token, "its tool ran although the approval is %q", state[ep.token])
+		}
+	}
+}
+
+// checkTranscripts: the provider invariant on every conversation (each
+// tool call answered by exactly one result before the next user or
+// assistant message, none left open), and each message's input appended
+// exactly once (agentcoretest.CheckTranscript's rule, without a testing.T).
+func checkTranscripts(r *report, f *dbFacts, eps []*episode) {
+	inputs := map[string]int{}
+	calls := map[string]int{}
+	for id, msgs := range f.convs {
+		open := map[string]bool{}
+		for _, m := range msgs {
+			switch m.Role {
+			case agentcore.RoleAssistant, agentcore.RoleUser:
+				if len(open) > 0 {
+					r.transcriptOK = false
+					r.fail(tokenOfCalls(open), "conversation %s: message %d (%s) follows unanswered tool calls %v", id, m.Seq, m.Role, slices.Sorted(maps.Keys(open)))
+					open = map[string]bool{}
+				}
+				for _, tc := range m.ToolCalls {
+					open[tc.ID] = true
+					calls[tc.ID]++
+				}
+				if m.Role == agentcore.RoleUser {
+					if mt := taskRE.FindStringSubmatch(m.Text()); mt != nil {
+						inputs[mt[1]]++
+					}
+				}
+			case agentcore.RoleTool:
+				if !open[m.ToolCallID] {
+					r.transcriptOK = false
+					r.fail(tokenOfCalls(map[string]bool{m.ToolCallID: true}), "conversation %s: tool result %d answers unknown or already answered call %s", id, m.Seq, m.ToolCallID)
+				}
+				delete(open, m.ToolCallID)
+			}
+		}
+		if len(open) > 0 {
+			r.transcriptOK = false
+			r.fail(tokenOfCalls(open), "conversation %s ends with unanswered tool calls %v", id, slices.Sorted(maps.Keys(open)))
+		}
+	}
+	for id, n := range calls {
+		if n > 1 {
+			r.transcriptOK = false
+			r.fail(tokenOfCalls(map[string]bool{id: true}), "tool call id %s appears in %d assistant messages", id, n)
+		}
+	}
+	for _, ep := range eps {
+		if n := inputs[ep.token]; n > 1 {
+			r.transcriptOK = false
+			r.fail(ep.token, "its input was appended %d times", n)
+		}
+	}
+}
+
+func tokenOfCalls(ids map[string]bool) string {
+	for id := range ids {
+		if m := callIDRE.FindStringSubmatch(id); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
