@@ -247,6 +247,30 @@ func (s *Server) WaitCall(ctx context.Context, pred func(Call) bool) (Call, erro
 	}
 }
 
+// WaitCalls waits until there are calls after the first after ones (their
+// Seq is above after) and returns them in order. A reader that remembers
+// the last Seq it saw follows every call without rescanning the record.
+func (s *Server) WaitCalls(ctx context.Context, after int) ([]Call, error) {
+	for {
+		s.mu.Lock()
+		if after < 0 {
+			after = 0
+		}
+		if len(s.calls) > after {
+			out := slices.Clone(s.calls[after:])
+			s.mu.Unlock()
+			return out, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for calls after %d: %w", after, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
 // Method returns a WaitCall predicate matching calls of method.
 func Method(method string) func(Call) bool {
 	return func(c Call) bool { return c.Method == method }

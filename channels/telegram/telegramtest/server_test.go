@@ -2,11 +2,13 @@ package telegramtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 )
 
 const testToken = "77:fake-token"
@@ -114,4 +116,30 @@ func TestSendRecordsMessageID(t *testing.T) {
 		t.Fatalf("message sent at %v, call recorded at %v", msgs[0].Sent, calls[0].At)
 	}
 	s.Close() // idempotent
+}
+
+// TestWaitCalls follows the record from a Seq without missing a call.
+func TestWaitCalls(t *testing.T) {
+	s := New(t, testToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan []Call, 1)
+	go func() {
+		calls, err := s.WaitCalls(ctx, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- calls
+	}()
+	getUpdates(t, s, 0) // call 1: not after 1
+	getUpdates(t, s, 0) // call 2
+	calls := <-got
+	if len(calls) != 1 || calls[0].Seq != 2 {
+		t.Fatalf("WaitCalls(after 1) = %+v, want call 2 only", calls)
+	}
+	short, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := s.WaitCalls(short, 2); err == nil {
+		t.Fatal("WaitCalls returned without new calls and with its context ended")
+	}
 }
