@@ -236,6 +236,9 @@ func (c *campaign) run(ctx context.Context) (*report, error) {
 	c.finalPhase(ctx)
 	cancel()
 	bg.Wait()
+	if err := c.writeCallLog(filepath.Join(c.root, "botapi.log")); err != nil {
+		return nil, err
+	}
 	return c.check()
 }
 
@@ -481,7 +484,11 @@ func (c *campaign) pressOn(ep *episode, s *shownApproval, who int64, button stri
 	c.presses = append(c.presses, p)
 	c.lastTouch = time.Now()
 	c.mu.Unlock()
-	c.log.add("press", ep.token, "%s presses %s on message %d (%s, update %d)", userName(who), button, s.msgID, role, p.updateID)
+	kind := "press"
+	if role == pressOld {
+		kind = "old-press"
+	}
+	c.log.add(kind, ep.token, "%s presses %s on message %d (%s, update %d)", userName(who), button, s.msgID, role, p.updateID)
 	return p
 }
 
@@ -543,7 +550,14 @@ func (c *campaign) observe(call telegramtest.Call) {
 		}
 		c.answerSeen(text)
 	case "answerCallbackQuery":
-		c.log.add("answered", c.tokenOfCallback(call.Params["callback_query_id"]), "%s: %q", call.Params["callback_query_id"], call.Params["text"])
+		kind, token := "answered", ""
+		if p := c.pressOfCallback(call.Params["callback_query_id"]); p != nil {
+			token = p.ep.token
+			if p.role == pressOld {
+				kind = "old-answer"
+			}
+		}
+		c.log.add(kind, token, "%s: %q", call.Params["callback_query_id"], call.Params["text"])
 	}
 }
 
@@ -560,15 +574,15 @@ func (c *campaign) answerSeen(text string) {
 	}
 }
 
-func (c *campaign) tokenOfCallback(id string) string {
+func (c *campaign) pressOfCallback(id string) *press {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.presses {
 		if id == fmt.Sprintf("cb%d", p.updateID) {
-			return p.ep.token
+			return p
 		}
 	}
-	return ""
+	return nil
 }
 
 func (c *campaign) approvalShown(call telegramtest.Call, token string) {
@@ -595,4 +609,23 @@ func (c *campaign) approvalShown(call telegramtest.Call, token string) {
 		close(ep.shown)
 	}
 	c.log.add("approval", token, "keyboard shown as message %d", s.msgID)
+}
+
+// writeCallLog writes every Bot API call but the polls, for reading a
+// failure with -keep.
+func (c *campaign) writeCallLog(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, call := range c.tg.Calls() {
+		if call.Method == "getUpdates" {
+			continue
+		}
+		fmt.Fprintf(f, "%9.3fs %-20s %d chat=%s thread=%s msg=%s created=%d cb=%s text=%q\n",
+			c.log.since(call.At).Seconds(), call.Method, call.Status, call.Params["chat_id"], call.Params["message_thread_id"],
+			call.Params["message_id"], call.MessageID, call.Params["callback_query_id"], call.Params["text"])
+	}
+	return nil
 }

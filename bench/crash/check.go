@@ -63,10 +63,12 @@ func (r *report) fail(token, format string, args ...any) {
 
 func (r *report) ok() bool { return len(r.problems) == 0 }
 
-// botMessage is a message the bot sent, with the call that created it.
+// botMessage is a message the bot sent, with the call that created it and
+// when its content was last set (by that send or by an edit).
 type botMessage struct {
 	telegramtest.Message
 	createdText string
+	lastSet     time.Time
 }
 
 // outboxRow is one row of the outbox table.
@@ -74,6 +76,7 @@ type outboxRow struct {
 	id        int64
 	kind      string
 	messageID string
+	body      string
 	created   time.Time
 	sent      bool
 }
@@ -116,18 +119,19 @@ func (c *campaign) readDB(ctx context.Context) (*dbFacts, error) {
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT id, kind, message_id, created, sent FROM outbox ORDER BY id`)
+	rows, err := db.QueryContext(ctx, `SELECT id, kind, message_id, body, created, sent FROM outbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	for rows.Next() {
 		var o outboxRow
 		var created, sent int64
-		if err := rows.Scan(&o.id, &o.kind, &o.messageID, &created, &sent); err != nil {
+		var body []byte
+		if err := rows.Scan(&o.id, &o.kind, &o.messageID, &body, &created, &sent); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		o.created, o.sent = time.Unix(0, created), sent != 0
+		o.body, o.created, o.sent = string(body), time.Unix(0, created), sent != 0
 		f.outbox = append(f.outbox, o)
 	}
 	rows.Close()
@@ -227,14 +231,19 @@ func (c *campaign) checkDelivery(r *report) {
 
 func (c *campaign) botMessages() []botMessage {
 	created := map[int64]string{}
+	lastSet := map[int64]time.Time{}
 	for _, call := range c.tg.Calls() {
 		if call.MessageID != 0 {
 			created[call.MessageID] = call.Params["text"]
+			lastSet[call.MessageID] = call.At
+		}
+		if call.Method == "editMessageText" && call.Status == 200 {
+			lastSet[call.Int("message_id")] = call.At
 		}
 	}
 	var out []botMessage
 	for _, m := range c.tg.Messages() {
-		out = append(out, botMessage{Message: m, createdText: created[m.ID]})
+		out = append(out, botMessage{Message: m, createdText: created[m.ID], lastSet: lastSet[m.ID]})
 	}
 	return out
 }
@@ -250,15 +259,27 @@ func (c *campaign) killedAfter(t time.Time) bool {
 	return false
 }
 
-// checkAnswers: each message has exactly one complete answer, finalized
-// by the outbox, in its own chat or topic; extra copies are classified.
+// checkAnswers: each message has exactly one complete answer put there by
+// the outbox (its final reply), in its own chat or topic; other messages
+// showing the answer are classified.
 func (c *campaign) checkAnswers(r *report, f *dbFacts) {
-	finalized := map[int64]outboxRow{}
+	// finals[msg] are the tokens whose complete answer a sent outbox item
+	// put on message msg; sends[msg] is the send item that created msg.
+	finals := map[int64]map[string]bool{}
+	sends := map[int64]outboxRow{}
 	for _, o := range f.outbox {
-		if id, err := strconv.ParseInt(o.messageID, 10, 64); err == nil && o.sent {
-			if _, seen := finalized[id]; !seen || o.kind == "send" {
-				finalized[id] = o
+		id, err := strconv.ParseInt(o.messageID, 10, 64)
+		if err != nil || !o.sent {
+			continue
+		}
+		if o.kind == "send" {
+			sends[id] = o
+		}
+		for _, m := range endRE.FindAllStringSubmatch(o.body, -1) {
+			if finals[id] == nil {
+				finals[id] = map[string]bool{}
 			}
+			finals[id][m[1]] = true
 		}
 	}
 	byToken := map[string][]botMessage{}
@@ -268,58 +289,84 @@ func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 		}
 	}
 	for _, ep := range c.episodeList() {
-		var good *botMessage
-		msgs := byToken[ep.token]
-		for i := range msgs {
-			m := &msgs[i]
+		var mine []botMessage
+		for _, m := range byToken[ep.token] {
 			if m.ChatID != ep.chat.id || m.ThreadID != ep.chat.thread {
 				r.misplaced++
 				r.fail(ep.token, "its answer (message %d) went to chat %d thread %d instead of %s", m.ID, m.ChatID, m.ThreadID, ep.chat.name)
 				continue
 			}
-			if _, fin := finalized[m.ID]; fin && good == nil && endRE.MatchString(m.Text) {
-				good = m
+			mine = append(mine, m)
+		}
+		var good *botMessage
+		for i := range mine {
+			if finals[mine[i].ID][ep.token] && endRE.MatchString(mine[i].Text) {
+				good = &mine[i]
+				break
 			}
 		}
 		if good == nil {
 			r.lost++
-			r.fail(ep.token, "never answered: %s", lostCause(ep, f, msgs))
+			r.fail(ep.token, "never answered: %s", lostCause(ep, f, mine))
 			continue
 		}
 		r.answered++
 		if at, ok := c.answered[ep.token]; ok && !ep.late {
 			r.latencies = append(r.latencies, at.Sub(ep.sentAt))
 		}
-		for _, m := range msgs {
-			if m.ID == good.ID || m.ChatID != ep.chat.id || m.ThreadID != ep.chat.thread {
+		for _, m := range mine {
+			if m.ID == good.ID {
 				continue
 			}
-			switch cause := c.duplicateCause(m, *good, finalized); cause {
+			switch cause := c.duplicateCause(ep.token, m, *good, finals, sends); cause {
 			case "send-then-crash":
 				r.dupSendCrash++
 			case "streaming":
 				r.dupStream++
 			default:
 				r.dupOther++
-				r.fail(ep.token, "answered twice: message %d besides %d (%s)", m.ID, good.ID, cause)
+				r.fail(ep.token, "answered twice: message %d besides %d (%s); calls on %d: %s",
+					m.ID, good.ID, cause, m.ID, c.callsOn(m.ID))
 			}
 		}
 	}
 }
 
-// duplicateCause says why m repeats the answer good.
-func (c *campaign) duplicateCause(m, good botMessage, finalized map[int64]outboxRow) string {
-	if _, fin := finalized[m.ID]; fin {
-		return "both finalized by the outbox"
+// callsOn lists the successful calls that created or changed message id,
+// with the run that made them.
+func (c *campaign) callsOn(id int64) string {
+	var parts []string
+	for _, call := range c.tg.Calls() {
+		if call.Status == 200 && (call.MessageID == id || call.Method == "editMessageText" && call.Int("message_id") == id) {
+			parts = append(parts, fmt.Sprintf("%s at %.3fs (run %d)", call.Method, c.log.since(call.At).Seconds(), c.runAt(call.At)))
+		}
 	}
-	// The outbox sent good's item once before (m), and the run died before
-	// it recorded that send: the documented send-then-crash window.
-	if o, ok := finalized[good.ID]; ok && o.kind == "send" && o.created.Before(m.Sent) && m.createdText == good.createdText && c.killedAfter(m.Sent) {
+	return strings.Join(parts, ", ")
+}
+
+// runAt is the number of the run that was up at t (0 between runs).
+func (c *campaign) runAt(t time.Time) int {
+	for _, p := range c.procs {
+		if !p.start.After(t) && (p.killed.IsZero() || p.killed.After(t)) {
+			return p.n
+		}
+	}
+	return 0
+}
+
+// duplicateCause says why m shows the answer to token besides good.
+func (c *campaign) duplicateCause(token string, m, good botMessage, finals map[int64]map[string]bool, sends map[int64]outboxRow) string {
+	if finals[m.ID][token] {
+		return "the outbox delivered the final answer twice"
+	}
+	// The outbox sent good's item once before, as m, and the run died
+	// before it recorded that send: the documented send-then-crash window.
+	if o, ok := sends[good.ID]; ok && o.created.Before(m.Sent) && m.createdText == good.createdText && c.killedAfter(m.Sent) {
 		return "send-then-crash"
 	}
-	// A message streamed by a turn whose run was killed before it
-	// completed; the retried turn streamed a new one.
-	if c.killedAfter(m.Sent) {
+	// A message a turn was streaming when its run was killed; the retried
+	// turn streamed a new one.
+	if c.killedAfter(m.lastSet) {
 		return "streaming"
 	}
 	return "not explained by a kill"
@@ -497,6 +544,7 @@ func (c *campaign) checkTools(r *report, f *dbFacts) {
 // exactly once (agentcoretest.CheckTranscript's rule, without a testing.T).
 func checkTranscripts(r *report, f *dbFacts, eps []*episode) {
 	inputs := map[string]int{}
+	answers := map[string]int{}
 	calls := map[string]int{}
 	for id, msgs := range f.convs {
 		open := map[string]bool{}
@@ -515,6 +563,11 @@ func checkTranscripts(r *report, f *dbFacts, eps []*episode) {
 				if m.Role == agentcore.RoleUser {
 					if mt := taskRE.FindStringSubmatch(m.Text()); mt != nil {
 						inputs[mt[1]]++
+					}
+				}
+				if m.Role == agentcore.RoleAssistant {
+					if mt := endRE.FindStringSubmatch(m.Text()); mt != nil {
+						answers[mt[1]]++
 					}
 				}
 			case agentcore.RoleTool:
@@ -540,6 +593,10 @@ func checkTranscripts(r *report, f *dbFacts, eps []*episode) {
 		if n := inputs[ep.token]; n > 1 {
 			r.transcriptOK = false
 			r.fail(ep.token, "its input was appended %d times", n)
+		}
+		if n := answers[ep.token]; n > 1 {
+			r.transcriptOK = false
+			r.fail(ep.token, "its final answer was stored %d times (the model was asked again after it answered)", n)
 		}
 	}
 }

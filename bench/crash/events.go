@@ -75,21 +75,23 @@ func story(evs []event, token string) []event {
 			if first < 0 {
 				first = i
 			}
-			last = i
+			if e.Kind != "old-press" && e.Kind != "old-answer" {
+				last = i // the final phase's presses of old buttons do not extend the story
+			}
 		}
 	}
 	if first < 0 {
 		return nil
 	}
 	// Process events after the token's last one still matter (a kill just
-	// after its last model step is the usual culprit), up to the end of the
-	// next start.
+	// after its last model step is the usual culprit), up to the next run's
+	// readiness.
 	end := len(evs)
-	starts := 0
+	readies := 0
 	for i := last + 1; i < len(evs); i++ {
-		if evs[i].Kind == "ready" || evs[i].Kind == "start" {
-			starts++
-			if starts == 2 {
+		if evs[i].Kind == "ready" || evs[i].Kind == "stop" {
+			readies++
+			if readies == 2 {
 				end = i + 1
 				break
 			}
