@@ -64,14 +64,15 @@ type shownApproval struct {
 
 // procRecord is what the campaign noted about one server run.
 type procRecord struct {
-	n          int
-	start      time.Time
-	ready      time.Duration // start → /readyz 200; 0 when never ready
-	startup    bool          // killed on purpose during start-up
-	killed     time.Time
-	exited     string // set when the process exited on its own
-	leftovers  []workspaceProc
-	readyError string
+	n           int
+	start       time.Time
+	ready       time.Duration // start → /readyz 200; 0 when never ready
+	startup     bool          // killed on purpose during start-up
+	beforeReady bool          // … before /readyz answered 200
+	killed      time.Time
+	exited      string // set when the process exited on its own
+	leftovers   []workspaceProc
+	readyError  string
 }
 
 // campaign is one run: the fakes, the data directory, the processes and
@@ -286,15 +287,34 @@ func (c *campaign) processes(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(c.opts.seed, 1000))
 	mean := c.opts.duration / time.Duration(max(c.opts.kills, 1))
 	for k := 1; k <= c.opts.kills; k++ {
+		// A fifth of the kills land in start-up: half of those before the
+		// server answers /readyz (store, migrations, leftover kill), half
+		// while its channel connects and its workers recover.
 		startup := rng.IntN(100) < 20
-		early := ms(rng, 0, 700)
+		early := ms(rng, 0, 25)
+		if rng.IntN(2) == 0 {
+			early = ms(rng, 25, 700)
+		}
 		gap := time.Duration(float64(mean) * (0.25 + 1.5*rng.Float64()))
 		p, rec, err := c.startProc(k)
 		if err != nil {
 			return err
 		}
 		wait := early
-		if !startup {
+		var readyAt chan time.Time
+		stopPoll := func() {}
+		if startup {
+			readyAt = make(chan time.Time, 1)
+			pctx, cancel := context.WithCancel(ctx)
+			polled := make(chan struct{})
+			go func() {
+				defer close(polled)
+				if at, err := p.waitReady(pctx); err == nil {
+					readyAt <- at
+				}
+			}()
+			stopPoll = func() { cancel(); <-polled }
+		} else {
 			if !c.becameReady(ctx, p, rec) && !p.done() {
 				_ = p.kill()
 				continue
@@ -305,8 +325,18 @@ func (c *campaign) processes(ctx context.Context) error {
 		case <-time.After(wait):
 		case <-p.exited:
 		case <-ctx.Done():
+			stopPoll()
 			_ = p.kill()
 			return ctx.Err()
+		}
+		stopPoll()
+		if startup {
+			select {
+			case at := <-readyAt:
+				rec.ready = at.Sub(p.start)
+			default:
+				rec.beforeReady = true
+			}
 		}
 		if p.done() {
 			rec.exited = fmt.Sprintf("%v; last lines:\n%s", p.err, p.logTail(15))
@@ -319,7 +349,10 @@ func (c *campaign) processes(ctx context.Context) error {
 			return err
 		}
 		when := "after " + time.Since(p.start).Round(time.Millisecond).String()
-		if startup {
+		switch {
+		case rec.beforeReady:
+			when += " (during start-up, before /readyz answered)"
+		case startup:
 			when += " (during start-up)"
 		}
 		c.log.setIncarnation(0)

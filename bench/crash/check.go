@@ -26,35 +26,37 @@ type problem struct {
 
 // report is what a campaign found.
 type report struct {
-	seed         uint64
-	kills        int
-	startupKills int
-	messages     int
-	answered     int
-	lost         int
-	dupSendCrash int
-	dupStream    int
-	dupOther     int
-	misplaced    int
-	asks         int // ask episodes
-	askPosts     int // approval messages shown
-	askDupPosts  int // approval messages beyond the first of an ask
-	decided      int
-	pending      int
-	oldOK        int
-	oldTotal     int
-	wrongRefused int
-	wrongTotal   int
-	deniedRan    int
-	ranTwice     int
-	transcriptOK bool
-	queueLeft    int
-	outboxLeft   int
-	leftovers    int
-	restarts     []time.Duration
-	latencies    []time.Duration
-	problems     []problem
-	notes        []string // findings that are not failures
+	seed             uint64
+	kills            int
+	startupKills     int
+	beforeReadyKills int
+	messages         int
+	answered         int
+	lost             int
+	dupSendCrash     int
+	dupStream        int
+	dupOther         int
+	misplaced        int
+	asks             int // ask episodes
+	askPosts         int // approval messages shown
+	askDupPosts      int // approval messages beyond the first of an ask
+	decided          int
+	pending          int
+	oldOK            int
+	oldTotal         int
+	wrongRefused     int
+	wrongTotal       int
+	deniedRan        int
+	ranTwice         int
+	transcriptOK     bool
+	queueLeft        int
+	outboxLeft       int
+	leftovers        int
+	restarts         []time.Duration
+	resumes          []time.Duration // ready → the next model call of a turn a kill cut
+	latencies        []time.Duration
+	problems         []problem
+	notes            []string // findings that are not failures
 }
 
 func (r *report) fail(token, format string, args ...any) {
@@ -167,6 +169,7 @@ func (c *campaign) check() (*report, error) {
 	c.checkApprovals(r, facts)
 	c.checkTools(r, facts)
 	checkTranscripts(r, facts, c.episodeList())
+	r.resumes = resumeDelays(c.log.all())
 	if facts.queueLeft > 0 {
 		r.queueLeft = facts.queueLeft
 		r.fail("", "%d queue items are still queued after the last run stopped", facts.queueLeft)
@@ -188,6 +191,9 @@ func (c *campaign) checkProcesses(r *report) {
 			r.kills++
 			if p.startup {
 				r.startupKills++
+			}
+			if p.beforeReady {
+				r.beforeReadyKills++
 			}
 		}
 		if p.ready > 0 {
@@ -463,6 +469,7 @@ func (c *campaign) checkApprovals(r *report, f *dbFacts) {
 			r.decided++
 		}
 	}
+	c.checkApprovalMessages(r, byToken)
 	for _, p := range c.presses {
 		ans, ok := c.tg.AnswerFor(p.updateID)
 		text := ans.Params["text"]
@@ -501,6 +508,39 @@ func (c *campaign) checkApprovals(r *report, f *dbFacts) {
 			}
 		}
 	}
+}
+
+// checkApprovalMessages: every posted copy of a decided approval was
+// edited to show the decision, without buttons.
+func (c *campaign) checkApprovalMessages(r *report, byToken map[string][]approvalRow) {
+	current := map[int64]string{}
+	markup := map[int64]string{}
+	for _, m := range c.tg.Messages() {
+		current[m.ID], markup[m.ID] = m.Text, m.Markup
+	}
+	for _, ep := range c.episodeList() {
+		aps := byToken[ep.token]
+		if len(aps) != 1 || aps[0].state == "pending" {
+			continue
+		}
+		want := "⛔ Denied"
+		if aps[0].state == "allowed" {
+			want = "✅ Approved"
+		}
+		for _, s := range c.shown[ep.token] {
+			text := current[s.msgID]
+			if !strings.HasPrefix(text, want) || strings.Contains(markup[s.msgID], "callback_data") {
+				r.fail(ep.token, "approval message %d still shows %q (buttons: %v) after the approval was %s", s.msgID, clip(text, 60), strings.Contains(markup[s.msgID], "callback_data"), aps[0].state)
+			}
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // checkTools: no tool ran twice, no denied tool ran.

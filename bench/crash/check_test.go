@@ -195,3 +195,26 @@ func TestPct(t *testing.T) {
 		t.Error("pct of nothing")
 	}
 }
+
+// TestResumeDelays: a step of a turn cut by a kill is measured from the
+// next ready; a turn waiting for a person is not.
+func TestResumeDelays(t *testing.T) {
+	s := time.Second
+	evs := []event{
+		{At: 0, Kind: "ready"},
+		{At: 1 * s, Kind: "model", Token: "A1"},
+		{At: 1 * s, Kind: "model", Token: "B1"},
+		{At: 1 * s, Kind: "approval", Token: "B1"},
+		{At: 2 * s, Kind: "kill"},
+		{At: 2 * s, Kind: "start"},
+		{At: 3 * s, Kind: "ready"},
+		{At: 5 * s, Kind: "press", Token: "B1", Text: "telegram:101 presses Approve on message 9 (decide, update 4)"},
+		{At: 5 * s, Kind: "model", Token: "B1"},
+		{At: 14 * s, Kind: "model", Token: "A1"},
+		{At: 15 * s, Kind: "model", Token: "A1"}, // its next step, no kill between
+	}
+	got := resumeDelays(evs)
+	if len(got) != 1 || got[0] != 11*s {
+		t.Fatalf("resumeDelays = %v, want [11s]", got)
+	}
+}

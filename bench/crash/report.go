@@ -33,16 +33,17 @@ func (r *report) summary() string {
 	if !r.transcriptOK {
 		transcript = "INVALID"
 	}
-	return fmt.Sprintf("crash %s seed=%d kills=%d (start-up %d) messages=%d answered=%d lost=%d "+
+	return fmt.Sprintf("crash %s seed=%d kills=%d (start-up %d, before ready %d) messages=%d answered=%d lost=%d "+
 		"dup=%d (send-then-crash %d, streaming %d, other %d) misplaced=%d "+
 		"asks=%d (shown %d, shown twice %d, decided %d, pending %d, old buttons %d/%d, wrong presses refused %d/%d) "+
 		"denied-ran=%d ran-twice=%d transcript=%s queue-left=%d outbox-left=%d leftovers=%d "+
-		"restart p50/p90/p99/max=%s/%s/%s/%s (n=%d) answer p50/p90/max=%s/%s/%s",
-		verdict, r.seed, r.kills, r.startupKills, r.messages, r.answered, r.lost,
+		"restart p50/p90/p99/max=%s/%s/%s/%s (n=%d) resume-after-restart p50/max=%s/%s (n=%d) answer p50/p90/max=%s/%s/%s",
+		verdict, r.seed, r.kills, r.startupKills, r.beforeReadyKills, r.messages, r.answered, r.lost,
 		r.dupSendCrash+r.dupStream+r.dupOther, r.dupSendCrash, r.dupStream, r.dupOther, r.misplaced,
 		r.asks, r.askPosts, r.askDupPosts, r.decided, r.pending, r.oldOK, r.oldTotal, r.wrongRefused, r.wrongTotal,
 		r.deniedRan, r.ranTwice, transcript, r.queueLeft, r.outboxLeft, r.leftovers,
 		fmtMS(pct(r.restarts, 50)), fmtMS(pct(r.restarts, 90)), fmtMS(pct(r.restarts, 99)), fmtMS(pct(r.restarts, 100)), len(r.restarts),
+		fmtS(pct(r.resumes, 50)), fmtS(pct(r.resumes, 100)), len(r.resumes),
 		fmtS(pct(r.latencies, 50)), fmtS(pct(r.latencies, 90)), fmtS(pct(r.latencies, 100)))
 }
 
@@ -86,6 +87,42 @@ func (r *report) lostCauses() map[string]int {
 				cause = cause[:i] + cause[strings.Index(cause, ")")+1:]
 			}
 			out[cause]++
+		}
+	}
+	return out
+}
+
+// resumeDelays measures how long a turn cut by a kill waited, once the
+// next run was ready, before its next model call (the lease the killed run
+// held must expire first). It counts a token's model step when the
+// token's previous step came before the latest kill and no person was
+// expected to act in between (an approval shown and not yet pressed).
+func resumeDelays(evs []event) []time.Duration {
+	var out []time.Duration
+	lastModel := map[string]int{}
+	waiting := map[string]bool{} // approval shown, decider not pressed yet
+	pressedAfterReady := map[string]bool{}
+	lastKill, lastReady := -1, -1
+	for i, e := range evs {
+		switch e.Kind {
+		case "kill":
+			lastKill = i
+		case "ready":
+			lastReady = i
+			clear(pressedAfterReady)
+		case "approval":
+			waiting[e.Token] = true
+		case "press":
+			if strings.Contains(e.Text, "(decide,") || strings.Contains(e.Text, "(late,") {
+				waiting[e.Token] = false
+				pressedAfterReady[e.Token] = true
+			}
+		case "model":
+			p, seen := lastModel[e.Token]
+			if seen && p < lastKill && lastReady > lastKill && !waiting[e.Token] && !pressedAfterReady[e.Token] {
+				out = append(out, e.At-evs[lastReady].At)
+			}
+			lastModel[e.Token] = i
 		}
 	}
 	return out
