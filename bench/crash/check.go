@@ -56,7 +56,6 @@ type report struct {
 	resumes          []time.Duration // ready → the next model call of a turn a kill cut
 	latencies        []time.Duration
 	problems         []problem
-	notes            []string // findings that are not failures
 }
 
 func (r *report) fail(token, format string, args ...any) {
