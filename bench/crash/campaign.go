@@ -69,7 +69,8 @@ type procRecord struct {
 	ready       time.Duration // start → /readyz 200; 0 when never ready
 	startup     bool          // killed on purpose during start-up
 	beforeReady bool          // … before /readyz answered 200
-	killed      time.Time
+	killed      time.Time // when the campaign sent SIGKILL
+	gone        time.Time // when it saw the process gone: every call it made arrived before
 	exited      string // set when the process exited on its own
 	leftovers   []workspaceProc
 	readyError  string
@@ -348,6 +349,7 @@ func (c *campaign) processes(ctx context.Context) error {
 		if err := p.kill(); err != nil {
 			return err
 		}
+		rec.gone = time.Now()
 		when := "after " + time.Since(p.start).Round(time.Millisecond).String()
 		switch {
 		case rec.beforeReady:

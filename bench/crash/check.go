@@ -64,11 +64,13 @@ func (r *report) fail(token, format string, args ...any) {
 
 func (r *report) ok() bool { return len(r.problems) == 0 }
 
-// botMessage is a message the bot sent, with the call that created it and
-// when its content was last set (by that send or by an edit).
+// botMessage is a message the bot sent, with the call that created it
+// (its text and when the request arrived) and when the request that last
+// set its content (that send or an edit) arrived.
 type botMessage struct {
 	telegramtest.Message
 	createdText string
+	createdAt   time.Time
 	lastSet     time.Time
 }
 
@@ -235,29 +237,31 @@ func (c *campaign) checkDelivery(r *report) {
 }
 
 func (c *campaign) botMessages() []botMessage {
-	created := map[int64]string{}
+	created := map[int64]telegramtest.Call{}
 	lastSet := map[int64]time.Time{}
 	for _, call := range c.tg.Calls() {
 		if call.MessageID != 0 {
-			created[call.MessageID] = call.Params["text"]
-			lastSet[call.MessageID] = call.At
+			created[call.MessageID] = call
+			lastSet[call.MessageID] = call.Received
 		}
 		if call.Method == "editMessageText" && call.Status == 200 {
-			lastSet[call.Int("message_id")] = call.At
+			lastSet[call.Int("message_id")] = call.Received
 		}
 	}
 	var out []botMessage
 	for _, m := range c.tg.Messages() {
-		out = append(out, botMessage{Message: m, createdText: created[m.ID], lastSet: lastSet[m.ID]})
+		cr := created[m.ID]
+		out = append(out, botMessage{Message: m, createdText: cr.Params["text"], createdAt: cr.Received, lastSet: lastSet[m.ID]})
 	}
 	return out
 }
 
-// killedAfter reports whether a run that was running at t was killed
-// later (so a message it sent at t may be a leftover of a killed turn).
+// killedAfter reports whether a request that arrived at t came from a run
+// that was killed later (so a message it sent may be a leftover of a
+// killed turn). A request arrives before its sender is gone.
 func (c *campaign) killedAfter(t time.Time) bool {
 	for _, p := range c.procs {
-		if !p.start.After(t) && !p.killed.IsZero() && p.killed.After(t) {
+		if !p.start.After(t) && !p.gone.IsZero() && p.gone.After(t) {
 			return true
 		}
 	}
@@ -343,7 +347,7 @@ func (c *campaign) callsOn(id int64) string {
 	var parts []string
 	for _, call := range c.tg.Calls() {
 		if call.Status == 200 && (call.MessageID == id || call.Method == "editMessageText" && call.Int("message_id") == id) {
-			parts = append(parts, fmt.Sprintf("%s at %.3fs (run %d)", call.Method, c.log.since(call.At).Seconds(), c.runAt(call.At)))
+			parts = append(parts, fmt.Sprintf("%s at %.3fs (run %d)", call.Method, c.log.since(call.Received).Seconds(), c.runAt(call.Received)))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -352,7 +356,7 @@ func (c *campaign) callsOn(id int64) string {
 // runAt is the number of the run that was up at t (0 between runs).
 func (c *campaign) runAt(t time.Time) int {
 	for _, p := range c.procs {
-		if !p.start.After(t) && (p.killed.IsZero() || p.killed.After(t)) {
+		if !p.start.After(t) && (p.gone.IsZero() || p.gone.After(t)) {
 			return p.n
 		}
 	}
@@ -366,7 +370,7 @@ func (c *campaign) duplicateCause(token string, m, good botMessage, finals map[i
 	}
 	// The outbox sent good's item once before, as m, and the run died
 	// before it recorded that send: the documented send-then-crash window.
-	if o, ok := sends[good.ID]; ok && o.created.Before(m.Sent) && m.createdText == good.createdText && c.killedAfter(m.Sent) {
+	if o, ok := sends[good.ID]; ok && o.created.Before(m.createdAt) && m.createdText == good.createdText && c.killedAfter(m.createdAt) {
 		return "send-then-crash"
 	}
 	// A message a turn was streaming when its run was killed; the retried

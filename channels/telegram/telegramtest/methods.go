@@ -72,7 +72,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 			if out == nil {
 				out = []json.RawMessage{}
 			}
-			s.finish(w, "getUpdates", params, nil, http.StatusOK, apiReply{Result: out})
+			s.finish(w, r, "getUpdates", params, nil, http.StatusOK, apiReply{Result: out})
 			return
 		}
 		select {

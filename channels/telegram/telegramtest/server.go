@@ -31,7 +31,10 @@ type Call struct {
 	Files map[string]File
 	// Status is the HTTP status the server answered.
 	Status int
-	At     time.Time
+	// At is when the call was answered; Received when it arrived (a call
+	// a client sent just before it died may be answered after its death).
+	At       time.Time
+	Received time.Time
 	// MessageID is the id of the message a successful sendMessage or
 	// sendDocument created; 0 for every other call.
 	MessageID int64
@@ -392,7 +395,11 @@ type apiReply struct {
 	} `json:"parameters,omitempty"`
 }
 
+// receivedKey holds when a request arrived, in its context.
+type receivedKey struct{}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(context.WithValue(r.Context(), receivedKey{}, time.Now()))
 	filePrefix := "/file/bot" + s.token + "/"
 	if strings.HasPrefix(r.URL.Path, filePrefix) {
 		s.serveFile(w, strings.TrimPrefix(r.URL.Path, filePrefix))
@@ -406,7 +413,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, prefix)
 	params, files, err := parseRequest(r)
 	if err != nil {
-		s.finish(w, method, params, files, http.StatusBadRequest, apiReply{ErrorCode: 400, Description: "Bad Request: " + err.Error()})
+		s.finish(w, r, method, params, files, http.StatusBadRequest, apiReply{ErrorCode: 400, Description: "Bad Request: " + err.Error()})
 		return
 	}
 	s.mu.Lock()
@@ -420,7 +427,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				RetryAfter int `json:"retry_after,omitempty"`
 			}{f.retryAfter}
 		}
-		s.finish(w, method, params, files, f.status, rep)
+		s.finish(w, r, method, params, files, f.status, rep)
 		return
 	}
 	s.mu.Unlock()
@@ -429,17 +436,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, rep := s.call(method, params, files)
-	s.finish(w, method, params, files, status, rep)
+	s.finish(w, r, method, params, files, status, rep)
 }
 
 // finish records the call and writes the answer.
-func (s *Server) finish(w http.ResponseWriter, method string, params map[string]string, files map[string]File, status int, rep apiReply) {
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, method string, params map[string]string, files map[string]File, status int, rep apiReply) {
+	received, _ := r.Context().Value(receivedKey{}).(time.Time)
 	var created int64
 	if m, ok := rep.Result.(map[string]any); ok && status == http.StatusOK && (method == "sendMessage" || method == "sendDocument") {
 		created, _ = m["message_id"].(int64)
 	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Seq: len(s.calls) + 1, Method: method, Params: params, Files: files, Status: status, At: time.Now(), MessageID: created})
+	s.calls = append(s.calls, Call{Seq: len(s.calls) + 1, Method: method, Params: params, Files: files, Status: status, At: time.Now(), Received: received, MessageID: created})
 	s.notifyLocked()
 	s.mu.Unlock()
 	writeReply(w, status, rep)

@@ -112,6 +112,9 @@ func TestSendRecordsMessageID(t *testing.T) {
 	if calls[0].MessageID == 0 || calls[0].MessageID != msgs[0].ID {
 		t.Fatalf("call names message %d, the message is %d", calls[0].MessageID, msgs[0].ID)
 	}
+	if calls[0].Received.IsZero() || calls[0].Received.After(calls[0].At) {
+		t.Fatalf("call received at %v, answered at %v", calls[0].Received, calls[0].At)
+	}
 	if msgs[0].Sent.IsZero() || msgs[0].Sent.After(calls[0].At) {
 		t.Fatalf("message sent at %v, call recorded at %v", msgs[0].Sent, calls[0].At)
 	}
