@@ -14,7 +14,8 @@ import (
 
 // TestCrashCampaign runs short campaigns against the binary built from
 // this checkout: two fixed seeds and one random seed (printed, and taken
-// from SWITCHBOARD_CRASH_SEED when set), 7 kills over a minute each —
+// from SWITCHBOARD_CRASH_SEED when set; SWITCHBOARD_CRASH_BIN names another
+// binary to test), 7 kills over a minute each —
 // about 20 kills and 4-5 minutes on 2 cores. It takes minutes, so it runs
 // only with SWITCHBOARD_CRASH=1 (CI sets it in its own step):
 //
@@ -32,9 +33,12 @@ func TestCrashCampaign(t *testing.T) {
 		random = n
 	}
 	t.Logf("random seed %d (reproduce with SWITCHBOARD_CRASH_SEED=%d, or go run ./bench/crash -seed %d -kills 7 -duration 1m)", random, random, random)
-	bin, err := build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	bin := os.Getenv("SWITCHBOARD_CRASH_BIN") // a binary to test instead of this checkout's
+	if bin == "" {
+		var err error
+		if bin, err = build(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, seed := range []uint64{1, 2, random} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
