@@ -417,7 +417,13 @@ func (c *campaign) waitQuiet(ctx context.Context, maxWait time.Duration, all boo
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
 		c.mu.Lock()
-		done := !all || len(c.answered) >= len(c.order)
+		want := 0
+		for _, ep := range c.order {
+			if ep.wantsAnswer() {
+				want++
+			}
+		}
+		done := !all || len(c.answered) >= want
 		idle := time.Since(c.lastTouch)
 		c.mu.Unlock()
 		if (done && idle > 3*time.Second) || idle > c.opts.idle {
@@ -477,7 +483,7 @@ func (c *campaign) waitOutstanding(ctx context.Context, ch *chat, n int, stop <-
 		c.mu.Lock()
 		open := 0
 		for _, ep := range c.order {
-			if ep.chat == ch {
+			if ep.chat == ch && ep.wantsAnswer() {
 				if _, ok := c.answered[ep.token]; !ok {
 					open++
 				}

@@ -307,6 +307,12 @@ func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 			}
 			mine = append(mine, m)
 		}
+		if !ep.wantsAnswer() {
+			if len(mine) > 0 {
+				r.fail(ep.token, "it was superseded by a newer message, yet message %d answers it", mine[0].ID)
+			}
+			continue
+		}
 		var good *botMessage
 		for i := range mine {
 			if finals[mine[i].ID][ep.token] && endRE.MatchString(mine[i].Text) {
@@ -457,17 +463,20 @@ func (c *campaign) checkApprovals(r *report, f *dbFacts) {
 			continue
 		}
 		a := aps[0]
-		want := "denied"
+		want, by := "denied", userName(ep.decider)
 		if ep.approve {
 			want = "allowed"
+		}
+		if ep.supersede {
+			want, by = "denied", "switchboard"
 		}
 		switch {
 		case a.state == "pending":
 			r.pending++
-			r.fail(ep.token, "its approval %s is still pending after %s pressed %s", a.id, userName(ep.decider), decisionButton(ep))
-		case a.state != want || a.decidedBy != userName(ep.decider):
+			r.fail(ep.token, "its approval %s is still pending; want %s by %s", a.id, want, by)
+		case a.state != want || a.decidedBy != by:
 			r.decided++
-			r.fail(ep.token, "its approval %s is %s by %s; %s pressed %s", a.id, a.state, a.decidedBy, userName(ep.decider), decisionButton(ep))
+			r.fail(ep.token, "its approval %s is %s by %s; want %s by %s", a.id, a.state, a.decidedBy, want, by)
 		default:
 			r.decided++
 		}

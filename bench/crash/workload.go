@@ -92,6 +92,10 @@ type episode struct {
 	wrong    bool  // someone who may not decide presses first
 	again    bool  // the decider presses a second time
 	late     bool  // left pending until the final phase
+	// supersede: nobody presses; the chat's next message arrives instead,
+	// which denies the ask ("the user sent a new message instead"), and no
+	// answer to this message is expected.
+	supersede bool
 	askDelay time.Duration
 
 	// Filled while running.
@@ -159,9 +163,16 @@ func newEpisode(rng *rand.Rand, c *chat, n int) *episode {
 		ep.wrong = rng.IntN(100) < 40
 		ep.again = rng.IntN(100) < 15
 		ep.askDelay = ms(rng, 200, 4000)
+		if rng.IntN(100) < 15 {
+			ep.supersede, ep.wrong, ep.again = true, false, false
+			ep.kind += "-superseded"
+		}
 	}
 	return ep
 }
+
+// wantsAnswer says whether the episode's message should get an answer.
+func (ep *episode) wantsAnswer() bool { return !ep.supersede }
 
 // lateAsk is an ask left pending through every later restart and decided
 // in the final phase.
@@ -263,7 +274,18 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 		n++
 		ep := newEpisode(rng, ch, n)
 		c.send(ep)
-		if ep.ask {
+		switch {
+		case ep.supersede:
+			// Once the keyboard is up, the next message arrives instead of
+			// a press.
+			c.waitShown(ctx, ep)
+			sleepCtx(ctx, ep.askDelay)
+			n++
+			next := newEpisode(rng, ch, n)
+			next.kind, next.cmds, next.delays = "plain", nil, next.delays[len(next.delays)-1:]
+			next.ask, next.supersede = false, false
+			c.send(next)
+		case ep.ask:
 			c.pressAsk(ctx, ep, rng)
 		}
 		gap := ms(rng, 500, 6000)
