@@ -69,9 +69,9 @@ type procRecord struct {
 	ready       time.Duration // start → /readyz 200; 0 when never ready
 	startup     bool          // killed on purpose during start-up
 	beforeReady bool          // … before /readyz answered 200
-	killed      time.Time // when the campaign sent SIGKILL
-	gone        time.Time // when it saw the process gone: every call it made arrived before
-	exited      string // set when the process exited on its own
+	killed      time.Time     // when the campaign sent SIGKILL
+	gone        time.Time     // when it saw the process gone: every call it made arrived before
+	exited      string        // set when the process exited on its own
 	leftovers   []workspaceProc
 	readyError  string
 }

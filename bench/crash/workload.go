@@ -86,17 +86,17 @@ type episode struct {
 	// half-streamed message is on screen when a kill lands.
 	hold time.Duration
 
-	ask      bool
-	approve  bool  // the decider approves (else denies)
-	decider  int64 // who decides: the requester or the admin
-	wrong    bool  // someone who may not decide presses first
-	again    bool  // the decider presses a second time
-	late     bool  // left pending until the final phase
+	ask     bool
+	approve bool  // the decider approves (else denies)
+	decider int64 // who decides: the requester or the admin
+	wrong   bool  // someone who may not decide presses first
+	again   bool  // the decider presses a second time
+	late    bool  // left pending until the final phase
 	// supersede: nobody presses; the chat's next message arrives instead,
 	// which denies the ask ("the user sent a new message instead"), and no
 	// answer to this message is expected.
 	supersede bool
-	askDelay time.Duration
+	askDelay  time.Duration
 
 	// Filled while running.
 	updateID int64
