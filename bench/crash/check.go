@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -568,6 +569,17 @@ func (c *campaign) checkTools(r *report, f *dbFacts) {
 		return n
 	}
 	ran, asked := starts("ran.log"), starts("asked.log")
+	ends := func(name string) map[string]bool {
+		n := map[string]bool{}
+		data, _ := os.ReadFile(filepath.Join(c.ws, name))
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if tok, ok := strings.CutPrefix(line, "end "); ok {
+				n[tok] = true
+			}
+		}
+		return n
+	}
+	ranEnd, askedEnd := ends("ran.log"), ends("asked.log")
 	state := map[string]string{}
 	for _, a := range f.approvals {
 		if m := askCmdRE.FindStringSubmatch(a.args); m != nil {
@@ -586,6 +598,46 @@ func (c *campaign) checkTools(r *report, f *dbFacts) {
 		if ep.ask && state[ep.token] != "allowed" && asked[ep.token] > 0 {
 			r.deniedRan++
 			r.fail(ep.token, "its tool ran although the approval is %q", state[ep.token])
+		}
+	}
+	// Every result tells the truth: a script's output only when it ran to
+	// its end, "outcome unknown" only for what may have run, a denial only
+	// for what was not allowed.
+	for _, msgs := range f.convs {
+		cmds := map[string]string{}
+		for _, m := range msgs {
+			for _, tc := range m.ToolCalls {
+				var args struct {
+					Command string `json:"command"`
+				}
+				_ = json.Unmarshal([]byte(tc.Arguments), &args)
+				cmds[tc.ID] = args.Command
+			}
+			if m.Role != agentcore.RoleTool {
+				continue
+			}
+			text := m.Text()
+			words := strings.Fields(cmds[m.ToolCallID])
+			if len(words) < 2 {
+				continue
+			}
+			tok := words[1]
+			unknown := strings.HasPrefix(text, "Outcome unknown")
+			refused := strings.HasPrefix(text, "Permission denied") || strings.HasPrefix(text, "Not run")
+			switch words[0] {
+			case "./mark.sh":
+				if !unknown && !(strings.Contains(text, "marked "+tok) && ranEnd[tok]) {
+					r.fail(tok, "the result of its allowed tool is %q (ran to the end: %v)", clip(text, 80), ranEnd[tok])
+				}
+			case "./ask.sh":
+				allowed := state[tok] == "allowed"
+				switch {
+				case allowed && !unknown && !(strings.Contains(text, "asked "+tok) && askedEnd[tok]):
+					r.fail(tok, "the result of its approved tool is %q (ran to the end: %v)", clip(text, 80), askedEnd[tok])
+				case !allowed && !refused:
+					r.fail(tok, "the result of its %s tool is %q", state[tok], clip(text, 80))
+				}
+			}
 		}
 	}
 }
