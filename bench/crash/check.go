@@ -31,7 +31,9 @@ type report struct {
 	kills            int
 	startupKills     int
 	beforeReadyKills int
+	wall             time.Duration // the campaign, from the first start to the checks
 	messages         int
+	superseded       int // asks a newer message denied: no answer expected
 	answered         int
 	lost             int
 	dupSendCrash     int
@@ -160,7 +162,7 @@ func (c *campaign) readDB(ctx context.Context) (*dbFacts, error) {
 
 // check compares what happened with what every promise says.
 func (c *campaign) check() (*report, error) {
-	r := &report{seed: c.opts.seed, transcriptOK: true}
+	r := &report{seed: c.opts.seed, transcriptOK: true, wall: time.Since(c.log.start)}
 	facts, err := c.readDB(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("read the data directory: %w", err)
@@ -309,6 +311,7 @@ func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 			mine = append(mine, m)
 		}
 		if !ep.wantsAnswer() {
+			r.superseded++
 			if len(mine) > 0 {
 				r.fail(ep.token, "it was superseded by a newer message, yet message %d answers it", mine[0].ID)
 			}

@@ -33,12 +33,12 @@ func (r *report) summary() string {
 	if !r.transcriptOK {
 		transcript = "INVALID"
 	}
-	return fmt.Sprintf("crash %s seed=%d kills=%d (start-up %d, before ready %d) messages=%d answered=%d lost=%d "+
+	return fmt.Sprintf("crash %s seed=%d kills=%d (start-up %d, before ready %d) wall=%s messages=%d (superseded %d) answered=%d lost=%d "+
 		"dup=%d (send-then-crash %d, streaming %d, other %d) misplaced=%d "+
 		"asks=%d (shown %d, shown twice %d, decided %d, pending %d, old buttons %d/%d, wrong presses refused %d/%d) "+
 		"denied-ran=%d ran-twice=%d transcript=%s queue-left=%d outbox-left=%d leftovers=%d "+
 		"restart p50/p90/p99/max=%s/%s/%s/%s (n=%d) resume-after-restart p50/max=%s/%s (n=%d) answer p50/p90/max=%s/%s/%s",
-		verdict, r.seed, r.kills, r.startupKills, r.beforeReadyKills, r.messages, r.answered, r.lost,
+		verdict, r.seed, r.kills, r.startupKills, r.beforeReadyKills, r.wall.Round(time.Second), r.messages, r.superseded, r.answered, r.lost,
 		r.dupSendCrash+r.dupStream+r.dupOther, r.dupSendCrash, r.dupStream, r.dupOther, r.misplaced,
 		r.asks, r.askPosts, r.askDupPosts, r.decided, r.pending, r.oldOK, r.oldTotal, r.wrongRefused, r.wrongTotal,
 		r.deniedRan, r.ranTwice, transcript, r.queueLeft, r.outboxLeft, r.leftovers,
