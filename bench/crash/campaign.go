@@ -284,7 +284,8 @@ func (c *campaign) becameReady(ctx context.Context, p *proc, rec *procRecord) bo
 // started and left running.
 func (c *campaign) processes(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(c.opts.seed, 1000))
-	mean := c.opts.duration / time.Duration(max(c.opts.kills, 1))
+	// Start-up kills take no time: the others share the duration.
+	mean := time.Duration(float64(c.opts.duration) / (0.8 * float64(max(c.opts.kills, 1))))
 	for k := 1; k <= c.opts.kills; k++ {
 		// A fifth of the kills land in start-up: half of those before the
 		// server answers /readyz (store, migrations, leftover kill), half
