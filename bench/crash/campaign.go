@@ -225,6 +225,9 @@ func (c *campaign) run(ctx context.Context) (*report, error) {
 		go func() { defer drivers.Done(); c.drive(ctx, ch, rng, stop) }()
 	}
 	err := c.processes(ctx)
+	if err != nil {
+		cancel() // drivers waiting for a keyboard must not wait for it
+	}
 	close(stop)
 	drivers.Wait()
 	if err != nil {
