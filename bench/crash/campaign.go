@@ -464,6 +464,27 @@ func (c *campaign) episode(token string) *episode {
 	return c.episodes[token]
 }
 
+// related names the messages whose events explain token's: for a
+// superseded message, the chat's next one, whose turn denied its ask.
+func (c *campaign) related(token string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ep := c.episodes[token]
+	if ep == nil || !ep.supersede {
+		return nil
+	}
+	for i, o := range c.order {
+		if o == ep {
+			for _, next := range c.order[i+1:] {
+				if next.chat == ep.chat {
+					return []string{next.token}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func (c *campaign) episodeList() []*episode {
 	c.mu.Lock()
 	defer c.mu.Unlock()

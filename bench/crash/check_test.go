@@ -179,6 +179,14 @@ func TestStory(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != want {
 		t.Fatalf("story = %s, want %s", got, want)
 	}
+	// A related token (a superseded message's successor) joins the story.
+	kinds = nil
+	for _, e := range story(evs, "A1", "B1") {
+		kinds = append(kinds, e.Kind+e.Token)
+	}
+	if got := strings.Join(kinds, " "); !strings.HasPrefix(got, "messageA1 messageB1 modelA1") {
+		t.Fatalf("story with B1 = %s", got)
+	}
 }
 
 func TestPct(t *testing.T) {

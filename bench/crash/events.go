@@ -66,12 +66,14 @@ func (e event) String() string {
 }
 
 // story returns the events that explain what happened to token: its own
-// events and every process start and kill from its message to its last
-// event (or the end).
-func story(evs []event, token string) []event {
+// events, those of the related tokens (a superseded message's successor),
+// and every process start and kill from its message to its last event (or
+// the end).
+func story(evs []event, token string, related ...string) []event {
+	mine := func(e event) bool { return e.Token == token || e.Token != "" && slices.Contains(related, e.Token) }
 	first, last := -1, -1
 	for i, e := range evs {
-		if e.Token == token {
+		if mine(e) {
 			if first < 0 {
 				first = i
 			}
@@ -100,7 +102,7 @@ func story(evs []event, token string) []event {
 	var out []event
 	for i := first; i < end; i++ {
 		e := evs[i]
-		if e.Token == token || isProcessEvent(e.Kind) {
+		if mine(e) || isProcessEvent(e.Kind) {
 			out = append(out, e)
 		}
 	}

@@ -100,6 +100,6 @@ func runCampaign(ctx context.Context, opts options, w io.Writer) (bool, error) {
 			fmt.Fprintf(w, "  lost %d: %s\n", n, cause)
 		}
 	}
-	r.details(w, c.log.all(), 8)
+	r.details(w, c.log.all(), 8, c.related)
 	return r.ok(), nil
 }

@@ -50,7 +50,7 @@ func (r *report) summary() string {
 // details prints every problem, and for each message concerned the events
 // that led to it: what was sent and pressed, each model step, every start
 // and kill in between.
-func (r *report) details(w io.Writer, evs []event, maxStories int) {
+func (r *report) details(w io.Writer, evs []event, maxStories int, related func(token string) []string) {
 	if r.ok() {
 		return
 	}
@@ -72,7 +72,7 @@ func (r *report) details(w io.Writer, evs []event, maxStories int) {
 			break
 		}
 		fmt.Fprintf(w, "\nwhat happened to %s:\n", tok)
-		for _, e := range story(evs, tok) {
+		for _, e := range story(evs, tok, related(tok)...) {
 			fmt.Fprintln(w, "  "+e.String())
 		}
 	}
