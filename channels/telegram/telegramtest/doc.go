@@ -13,13 +13,20 @@
 // that every call for a forum topic carried the same message_thread_id.
 //
 // Tests queue updates with AddMessage, AddCallback or AddUpdate; an update
-// stays pending until a getUpdates call with a higher offset acknowledges it,
-// as on Telegram, and adding an update with an id that was already
-// acknowledged delivers it again (a platform retry). After DeliverWebhooks
+// stays pending, and is answered again to every getUpdates call (a client
+// that restarts without an offset gets it again), until a call with a
+// higher offset acknowledges it, as on Telegram. Adding an update with an
+// id that was already acknowledged delivers it again (a platform retry)
+// until a later call's offset passes it once more. After DeliverWebhooks
 // the server instead POSTs pending updates to the webhook the bot set, with
 // its secret, until one is answered 2xx, as Telegram does in webhook mode;
 // Acked tells either acknowledgement. FailNext makes the next call of a
 // method fail, e.g. with 429 and parameters.retry_after.
+//
+// NewServer starts the same fake outside tests (the crash campaign in
+// bench/crash keeps it running across restarts of the binary). Each Call
+// records the id of the message a send created, and each Message when it
+// was sent, so a checker can tell which call made which message.
 //
 // The server also behaves like Telegram where switchboard relies on it:
 // editing a message to identical content answers 400 "message is not

@@ -38,20 +38,25 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 			s.offset = offset
 			s.notifyLocked()
 		}
-		// Updates below the offset are acknowledged: Telegram forgets them.
-		// A redelivered update (added again after it was acknowledged) is
-		// answered once more whatever the offset, like a platform retry.
+		// Updates below the offset are acknowledged: Telegram forgets them;
+		// every other update is answered again to each call until one
+		// confirms it (a client that died before confirming gets it again).
+		// A redelivered update (added again after it was acknowledged, like
+		// a platform retry) is answered whatever the offset, until a call
+		// made after it was answered carries an offset above its id.
 		kept := s.updates[:0]
 		var out []json.RawMessage
 		for _, u := range s.updates {
-			if u.id < s.offset && !u.redeliver {
+			if u.redeliver {
+				if u.delivered && offset > u.id {
+					continue
+				}
+			} else if u.id < s.offset {
 				continue
 			}
 			if (u.id >= offset || u.redeliver) && len(out) < limit {
 				out = append(out, u.raw)
-				if u.redeliver {
-					continue // answered once; forget it
-				}
+				u.delivered = true
 			}
 			kept = append(kept, u)
 		}
@@ -67,7 +72,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 			if out == nil {
 				out = []json.RawMessage{}
 			}
-			s.finish(w, "getUpdates", params, nil, http.StatusOK, apiReply{Result: out})
+			s.finish(w, r, "getUpdates", params, nil, http.StatusOK, apiReply{Result: out})
 			return
 		}
 		select {
@@ -213,6 +218,7 @@ func (s *Server) sendDocument(p map[string]string, files map[string]File) (int, 
 }
 
 func (s *Server) store(m *Message) {
+	m.Sent = time.Now()
 	s.nextMsgID++
 	k := [2]int64{m.ChatID, m.ID}
 	s.messages[k] = m

@@ -31,7 +31,13 @@ type Call struct {
 	Files map[string]File
 	// Status is the HTTP status the server answered.
 	Status int
-	At     time.Time
+	// At is when the call was answered; Received when it arrived (a call
+	// a client sent just before it died may be answered after its death).
+	At       time.Time
+	Received time.Time
+	// MessageID is the id of the message a successful sendMessage or
+	// sendDocument created; 0 for every other call.
+	MessageID int64
 }
 
 // File is an uploaded file.
@@ -65,6 +71,8 @@ type Message struct {
 	// Document is the uploaded file of a sendDocument message.
 	Document *File
 	Caption  string
+	// Sent is when the message was created.
+	Sent time.Time
 }
 
 type failure struct {
@@ -77,6 +85,7 @@ type pendingUpdate struct {
 	id        int64
 	raw       json.RawMessage
 	redeliver bool // added again after it was acknowledged
+	delivered bool // answered to a getUpdates call at least once
 }
 
 type storedFile struct {
@@ -120,6 +129,14 @@ type Server struct {
 // Telegram), or 1000 when there is none.
 func New(t testing.TB, token string) *Server {
 	t.Helper()
+	s := NewServer(token)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewServer is New for use outside tests (the crash campaign, load tools):
+// the caller must Close it.
+func NewServer(token string) *Server {
 	id, err := strconv.ParseInt(strings.SplitN(token, ":", 2)[0], 10, 64)
 	if err != nil || id <= 0 {
 		id = 1000
@@ -139,7 +156,6 @@ func New(t testing.TB, token string) *Server {
 	}
 	s.pushCtx, s.stopPush = context.WithCancel(context.Background())
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	return s
 }
 
@@ -229,6 +245,30 @@ func (s *Server) WaitCall(ctx context.Context, pred func(Call) bool) (Call, erro
 		select {
 		case <-ctx.Done():
 			return Call{}, fmt.Errorf("wait for call: %w", ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// WaitCalls waits until there are calls after the first after ones (their
+// Seq is above after) and returns them in order. A reader that remembers
+// the last Seq it saw follows every call without rescanning the record.
+func (s *Server) WaitCalls(ctx context.Context, after int) ([]Call, error) {
+	for {
+		s.mu.Lock()
+		if after < 0 {
+			after = 0
+		}
+		if len(s.calls) > after {
+			out := slices.Clone(s.calls[after:])
+			s.mu.Unlock()
+			return out, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for calls after %d: %w", after, ctx.Err())
 		case <-ch:
 		}
 	}
@@ -355,7 +395,11 @@ type apiReply struct {
 	} `json:"parameters,omitempty"`
 }
 
+// receivedKey holds when a request arrived, in its context.
+type receivedKey struct{}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(context.WithValue(r.Context(), receivedKey{}, time.Now()))
 	filePrefix := "/file/bot" + s.token + "/"
 	if strings.HasPrefix(r.URL.Path, filePrefix) {
 		s.serveFile(w, strings.TrimPrefix(r.URL.Path, filePrefix))
@@ -369,7 +413,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, prefix)
 	params, files, err := parseRequest(r)
 	if err != nil {
-		s.finish(w, method, params, files, http.StatusBadRequest, apiReply{ErrorCode: 400, Description: "Bad Request: " + err.Error()})
+		s.finish(w, r, method, params, files, http.StatusBadRequest, apiReply{ErrorCode: 400, Description: "Bad Request: " + err.Error()})
 		return
 	}
 	s.mu.Lock()
@@ -383,7 +427,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				RetryAfter int `json:"retry_after,omitempty"`
 			}{f.retryAfter}
 		}
-		s.finish(w, method, params, files, f.status, rep)
+		s.finish(w, r, method, params, files, f.status, rep)
 		return
 	}
 	s.mu.Unlock()
@@ -392,13 +436,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, rep := s.call(method, params, files)
-	s.finish(w, method, params, files, status, rep)
+	s.finish(w, r, method, params, files, status, rep)
 }
 
 // finish records the call and writes the answer.
-func (s *Server) finish(w http.ResponseWriter, method string, params map[string]string, files map[string]File, status int, rep apiReply) {
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, method string, params map[string]string, files map[string]File, status int, rep apiReply) {
+	received, _ := r.Context().Value(receivedKey{}).(time.Time)
+	var created int64
+	if m, ok := rep.Result.(map[string]any); ok && status == http.StatusOK && (method == "sendMessage" || method == "sendDocument") {
+		created, _ = m["message_id"].(int64)
+	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Seq: len(s.calls) + 1, Method: method, Params: params, Files: files, Status: status, At: time.Now()})
+	s.calls = append(s.calls, Call{Seq: len(s.calls) + 1, Method: method, Params: params, Files: files, Status: status, At: time.Now(), Received: received, MessageID: created})
 	s.notifyLocked()
 	s.mu.Unlock()
 	writeReply(w, status, rep)
