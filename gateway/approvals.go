@@ -131,11 +131,7 @@ func (a *approvals) decide(ctx context.Context, req DecideRequest) (DecideResult
 	default:
 		d.State, d.Reason, d.By = agentcore.ApprovalExpired, "the approval expired before anyone decided", systemActor
 	}
-	edit := func(decided agentcore.Approval) []byte {
-		body, _ := channels.EncodeMessage(channels.TextMessage(decisionText(decided)))
-		return body
-	}
-	ap, decided, resumed, err := e.opts.Store.DecideAndResume(ctx, ap.ID, d, edit, Item{Kind: ItemResume, Created: now})
+	ap, decided, resumed, err := e.opts.Store.DecideAndResume(ctx, ap.ID, d, decisionBody, Item{Kind: ItemResume, Created: now})
 	if err != nil {
 		return DecideResult{}, err
 	}
@@ -319,6 +315,13 @@ func approvalText(ap agentcore.Approval) string {
 	}
 	fmt.Fprintf(&b, "expires %s · id `%s`", ap.Expires.UTC().Format("2006-01-02 15:04 MST"), ap.ID)
 	return b.String()
+}
+
+// decisionBody is the encoded edit of an approval's posted copies once it
+// is decided.
+func decisionBody(ap agentcore.Approval) []byte {
+	body, _ := channels.EncodeMessage(channels.TextMessage(decisionText(ap)))
+	return body
 }
 
 func decisionText(ap agentcore.Approval) string {

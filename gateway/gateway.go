@@ -149,6 +149,9 @@ type env struct {
 	adapters map[string]channels.Adapter
 	channels []string // the names of the adapters, sorted: the channels this process works
 	now      func() time.Time
+	// editsOnDecide: the store edits an approval's copies in the decision's
+	// transaction (DecisionEditor), so turns need not.
+	editsOnDecide bool
 }
 
 func (e *env) adapter(loc channels.Location) (channels.Adapter, bool) {
@@ -227,6 +230,11 @@ func New(opts Options, adapters ...channels.Adapter) (*Gateway, error) {
 	opts.Channels = chOpts
 	e.opts = opts
 
+	if de, ok := opts.Store.(DecisionEditor); ok {
+		// Every decision edits its posted copies in its own transaction.
+		de.SetDecisionEdit(decisionBody)
+		e.editsOnDecide = true
+	}
 	g := &Gateway{env: e}
 	g.outbox = newOutbox(e)
 	g.approvals = newApprovals(e, g.outbox)

@@ -247,6 +247,14 @@ type Deciding interface {
 	DecideAndResume(ctx context.Context, approvalID string, d agentcore.Decision, edit func(agentcore.Approval) []byte, resume Item) (ap agentcore.Approval, decided, resumed bool, err error)
 }
 
+// DecisionEditor is implemented by stores that can queue the edits of an
+// approval's posted copies in the transaction of any decision, also one
+// the agent core records itself (settling an ask when a new message comes
+// or it expires). The gateway installs its rendering at New.
+type DecisionEditor interface {
+	SetDecisionEdit(edit func(agentcore.Approval) []byte)
+}
+
 // Settings stores small durable settings by scope (a location's /queue
 // mode: scope "location:<location>").
 type Settings interface {

@@ -235,6 +235,9 @@ func (p *processor) finalItems(ctx context.Context, s *stream, loc channels.Loca
 			out = append(out, it)
 		}
 	}
+	if p.env.editsOnDecide {
+		settled = nil // the store edited their copies when it recorded them
+	}
 	for _, ap := range settled {
 		posts, err := p.env.opts.Store.ApprovalPosts(ctx, ap.ID)
 		if err != nil {

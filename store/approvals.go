@@ -175,7 +175,13 @@ func (db *DB) Decide(ctx context.Context, id string, d agentcore.Decision) (agen
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		a, decided, err = db.decideTx(ctx, tx, id, d)
-		return err
+		if err != nil || !decided {
+			return err
+		}
+		if edit := db.decisionEdit.Load(); edit != nil && *edit != nil {
+			return db.editPosts(ctx, tx, a, (*edit)(a), now())
+		}
+		return nil
 	})
 	if err != nil {
 		return agentcore.Approval{}, false, fmt.Errorf("decide approval %s: %w", id, err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -51,6 +52,10 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// decisionEdit renders the edit of an approval's posted copies for
+	// decisions made through Decide (SetDecisionEdit).
+	decisionEdit atomic.Pointer[func(agentcore.Approval) []byte]
 
 	// failAt, set only by this package's tests, makes a multi-step write
 	// fail at the named step (to prove it is one transaction).

@@ -69,3 +69,45 @@ func TestDecideIsOneTransaction(t *testing.T) {
 		t.Fatalf("resume = %+v", p)
 	}
 }
+
+// A decision the agent core records itself (settling an ask) edits the
+// approval's posted copies in its own transaction once the gateway
+// installed its rendering.
+func TestDecideEditsPostedCopies(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.EnsureAgent(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := db.CreateConversation(ctx, agentcore.Conversation{ID: "c", AgentID: "main", Created: now, Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"ap1", "ap2"} {
+		if err := db.CreateApprovals(ctx, []agentcore.Approval{{ID: id, ConversationID: "c", AgentID: "main", ToolCallID: id, ToolName: "Bash", State: agentcore.ApprovalPending, Created: now, Expires: now.Add(time.Hour)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AddApprovalPost(ctx, gateway.ApprovalPost{ApprovalID: id, Location: "telegram::1", OutboxID: 9, MessageID: "m-" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Without a rendering installed, nothing is queued.
+	if _, ok, err := db.Decide(ctx, "ap1", agentcore.Decision{State: agentcore.ApprovalDenied, By: "switchboard"}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if due, _ := db.DueOutbound(ctx, nil, now.Add(time.Hour), 0); len(due) != 0 {
+		t.Fatalf("edits queued without a rendering: %+v", due)
+	}
+	db.SetDecisionEdit(func(ap agentcore.Approval) []byte { return []byte(`{"decided":"` + string(ap.State) + `"}`) })
+	if _, ok, err := db.Decide(ctx, "ap2", agentcore.Decision{State: agentcore.ApprovalDenied, By: "switchboard"}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	due, _ := db.DueOutbound(ctx, nil, now.Add(time.Hour), 0)
+	if len(due) != 1 || due[0].Kind != gateway.OutboundEdit || due[0].MessageID != "m-ap2" || string(due[0].Body) != `{"decided":"denied"}` {
+		t.Fatalf("edits = %+v; want one edit of ap2's copy", due)
+	}
+}

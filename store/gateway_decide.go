@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/gateway"
@@ -40,27 +41,7 @@ func (db *DB) DecideAndResume(ctx context.Context, approvalID string, d agentcor
 		}
 		t := now()
 		if edit != nil {
-			body := edit(ap)
-			rows, err := tx.QueryContext(ctx, `SELECT location, outbox_id, message_id FROM approval_posts
-				WHERE approval_id = ? ORDER BY id`, ap.ID)
-			if err != nil {
-				return fmt.Errorf("read approval posts: %w", err)
-			}
-			var edits []gateway.Outbound
-			for rows.Next() {
-				var o gateway.Outbound
-				if err := rows.Scan(&o.Location, &o.EditOf, &o.MessageID); err != nil {
-					rows.Close()
-					return fmt.Errorf("read approval posts: %w", err)
-				}
-				o.Kind, o.Body = gateway.OutboundEdit, body
-				edits = append(edits, o)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("read approval posts: %w", err)
-			}
-			if _, err := db.insertOutbound(ctx, tx, edits, t); err != nil {
+			if err := db.editPosts(ctx, tx, ap, edit(ap), t); err != nil {
 				return err
 			}
 			if err := db.step("edits"); err != nil {
@@ -176,3 +157,34 @@ func (db *DB) PostApproval(ctx context.Context, bs []gateway.Button, posts []gat
 	}
 	return ids, nil
 }
+
+// editPosts queues an edit of every posted copy of an approval to body.
+func (db *DB) editPosts(ctx context.Context, tx *sql.Tx, ap agentcore.Approval, body []byte, t time.Time) error {
+	rows, err := tx.QueryContext(ctx, `SELECT location, outbox_id, message_id FROM approval_posts
+		WHERE approval_id = ? ORDER BY id`, ap.ID)
+	if err != nil {
+		return fmt.Errorf("read approval posts: %w", err)
+	}
+	var edits []gateway.Outbound
+	for rows.Next() {
+		var o gateway.Outbound
+		if err := rows.Scan(&o.Location, &o.EditOf, &o.MessageID); err != nil {
+			rows.Close()
+			return fmt.Errorf("read approval posts: %w", err)
+		}
+		o.Kind, o.Body = gateway.OutboundEdit, body
+		edits = append(edits, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read approval posts: %w", err)
+	}
+	_, err = db.insertOutbound(ctx, tx, edits, t)
+	return err
+}
+
+// SetDecisionEdit makes every decision recorded through the agent core's
+// Decide (the harness settling an ask: a new message came, it expired)
+// also queue the edits of the approval's posted copies, in the same
+// transaction (gateway.DecisionEditor). The gateway sets it at start.
+func (db *DB) SetDecisionEdit(edit func(agentcore.Approval) []byte) { db.decisionEdit.Store(&edit) }
