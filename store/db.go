@@ -52,6 +52,8 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	count counters // see Stats
+
 	// failAt, set only by this package's tests, makes a multi-step write
 	// fail at the named step (to prove it is one transaction).
 	failAt func(step string) error
@@ -172,6 +174,7 @@ type writeReq struct {
 // pause; fn must therefore have no effects outside the transaction, and
 // may run more than once.
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	db.count.by.add(2)
 	pause := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
@@ -261,7 +264,9 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 			r.done <- err
 			return nil
 		}
-		r.done <- db.writeOnce(r.fn)
+		err := db.writeOnce(r.fn)
+		db.counted(1, err)
+		r.done <- err
 		return nil
 	}
 	tx, err := db.w.BeginTx(context.Background(), nil)
@@ -299,15 +304,18 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 			// fn's failure took the transaction with it: fn has its
 			// answer, the earlier requests run again.
 			_ = tx.Rollback()
+			db.count.failed.Add(1)
 			r.done <- fnErr
 			return append(ok, batch[i+1:]...)
 		}
+		db.count.failed.Add(1)
 		r.done <- fnErr
 	}
 	err = tx.Commit()
 	if err != nil {
 		err = fmt.Errorf("commit: %w", err)
 	}
+	db.counted(int64(len(ok)), err)
 	for _, r := range ok {
 		r.done <- err
 	}
