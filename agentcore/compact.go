@@ -63,11 +63,11 @@ type compactPlan struct {
 // command). It takes the conversation's lease like Turn and returns ErrBusy
 // while another worker holds it.
 func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResult, error) {
-	conv, ctx, release, err := a.hold(ctx, conversationID)
+	conv, ctx, release, err := a.hold(ctx, conversationID, a.deps.Store.AcquireLease)
 	if err != nil {
 		return CompactResult{}, err
 	}
-	defer release()
+	defer release(true)
 	t := &turn{
 		a:    a.forConversation(ctx, conv.ID),
 		conv: conv,
@@ -87,6 +87,10 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 	t.in.Speaker, t.in.Origin = reminderLine(lastReminder(view, contextReminderID), "speaker: "), reminderLine(lastReminder(view, contextReminderID), "channel: ")
 	res, stop, err := t.compact(ctx, view, compactAll)
 	if err != nil {
+		return res, err
+	}
+	// A prompt compiled just now is stored even when nothing was compacted.
+	if _, err := t.flush(ctx); err != nil {
 		return res, err
 	}
 	if !res.Compacted && stop == "" && ctx.Err() != nil {

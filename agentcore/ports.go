@@ -183,4 +183,5 @@ type Store interface {
 	Approvals
 	Leases
 	Settings
+	TurnStore
 }

@@ -222,11 +222,21 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// post posts an approval's message with buttons to every place, unless it
-// was posted before (a retried turn).
-func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin channels.Location) {
+// postings are the records that post a turn's asks: buttons, one outbox
+// item per place and the posts that tie them to their approval. They are
+// stored with the turn's last write (TurnEnd), so an ask is posted exactly
+// when its turn parks.
+type postings struct {
+	buttons []Button
+	out     []Outbound
+	posts   []TurnPost // Outbound indexes into out
+	asked   []agentcore.Approval
+}
+
+// plan adds the postings of an approval for every place, unless it was
+// posted before (a turn that resumed and parked again on it).
+func (a *approvals) plan(ctx context.Context, ps *postings, ap agentcore.Approval, origin channels.Location) {
 	e := a.env
-	ctx = context.WithoutCancel(ctx)
 	posts, err := e.opts.Store.ApprovalPosts(ctx, ap.ID)
 	if err != nil {
 		e.log.Error("read approval posts", "approval", ap.ID, "err", err)
@@ -243,26 +253,29 @@ func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin chan
 	if ap.Rule != "" {
 		buttons = append(buttons, Button{Token: newToken(), ApprovalID: ap.ID, Action: ButtonAlways, Created: now})
 	}
-	if err := e.opts.Store.CreateButtons(ctx, buttons); err != nil {
-		e.log.Error("store approval buttons", "approval", ap.ID, "err", err)
-		return
-	}
+	ps.buttons = append(ps.buttons, buttons...)
 	for _, loc := range a.places(ctx, ap, origin) {
 		caps := channels.Capabilities{}
 		if ad, ok := e.adapter(loc); ok {
 			caps = ad.Capabilities()
 		}
-		id := a.outbox.post(ctx, loc, approvalMessage(ap, buttons, caps.Buttons))
-		if id == 0 {
+		it, ok := a.outbox.item(OutboundSend, loc, approvalMessage(ap, buttons, caps.Buttons))
+		if !ok {
 			continue
 		}
-		if err := e.opts.Store.AddApprovalPost(ctx, ApprovalPost{ApprovalID: ap.ID, Location: loc.String(), OutboxID: id}); err != nil {
-			e.log.Error("record approval post", "approval", ap.ID, "err", err)
-		}
+		ps.posts = append(ps.posts, TurnPost{ApprovalID: ap.ID, Location: loc.String(), Outbound: len(ps.out)})
+		ps.out = append(ps.out, it)
 	}
-	e.log.Info("approval requested", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
-		"tool", ap.ToolName, "requester", ap.Requester, "location", origin.String())
-	e.metrics.ApprovalsAsked.Inc()
+	ps.asked = append(ps.asked, ap)
+}
+
+// posted logs and counts the asks of postings once they are stored.
+func (a *approvals) posted(ps postings, origin channels.Location) {
+	for _, ap := range ps.asked {
+		a.env.log.Info("approval requested", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
+			"tool", ap.ToolName, "requester", ap.Requester, "location", origin.String())
+		a.env.metrics.ApprovalsAsked.Inc()
+	}
 }
 
 // approvalMessage is the chat message of an ask: what would run, why, and

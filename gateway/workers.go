@@ -36,6 +36,11 @@ type worker struct {
 	stopping bool                    // shutdown: take no new items
 }
 
+// peekOnly makes Peek a read: no channel matches an empty list, so no
+// attempt is counted (a turn counts its attempt when it takes the item
+// with the lease, in one write: turnHost.Begin).
+var peekOnly = []string{}
+
 var (
 	errInterrupted = errors.New("interrupted by a new message")
 	errStopped     = errors.New("stopped with /stop")
@@ -122,7 +127,7 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 		if stopping || ctx.Err() != nil {
 			return
 		}
-		it, err := e.opts.Store.Peek(ctx, w.conv, e.channels)
+		it, err := e.opts.Store.Peek(ctx, w.conv, peekOnly)
 		foreign := err == nil && !slices.Contains(e.channels, it.Channel)
 		if errors.Is(err, ErrNotFound) || foreign {
 			ws.mu.Lock()

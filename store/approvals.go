@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 )
@@ -17,15 +18,36 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 	if len(as) == 0 {
 		return nil
 	}
-	t := now()
-	type row struct {
-		a         agentcore.Approval
-		approvers string
+	rows, err := encodeApprovals(as, now())
+	if err != nil {
+		return fmt.Errorf("create approvals: %w", err)
 	}
-	rows := make([]row, len(as))
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		return db.createApprovalsTx(ctx, tx, rows)
+	})
+	if err != nil {
+		return fmt.Errorf("create approvals: %w", err)
+	}
+	return nil
+}
+
+const qInsertApproval = `INSERT INTO approvals
+	(id, conversation_id, agent_id, tool_call_id, tool_name, arguments, summary, reason,
+	 rule, workdir, diff, requester, approvers, state, decision_reason, decided_by,
+	 created, expires, decided, location)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// approvalRow is an approval checked and encoded for createApprovalsTx.
+type approvalRow struct {
+	a         agentcore.Approval
+	approvers string
+}
+
+func encodeApprovals(as []agentcore.Approval, t time.Time) ([]approvalRow, error) {
+	rows := make([]approvalRow, len(as))
 	for i, a := range as {
 		if a.ID == "" || a.ConversationID == "" {
-			return fmt.Errorf("create approvals: approval %d needs an id (%q) and a conversation id (%q)", i, a.ID, a.ConversationID)
+			return nil, fmt.Errorf("approval %d needs an id (%q) and a conversation id (%q)", i, a.ID, a.ConversationID)
 		}
 		if a.State == "" {
 			a.State = agentcore.ApprovalPending
@@ -35,37 +57,27 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 		}
 		approvers, err := marshalList(a.Approvers)
 		if err != nil {
-			return fmt.Errorf("create approval %s: approvers: %w", a.ID, err)
+			return nil, fmt.Errorf("approval %s: approvers: %w", a.ID, err)
 		}
-		rows[i] = row{a, approvers}
+		rows[i] = approvalRow{a, approvers}
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO approvals
-			(id, conversation_id, agent_id, tool_call_id, tool_name, arguments, summary, reason,
-			 rule, workdir, diff, requester, approvers, state, decision_reason, decided_by,
-			 created, expires, decided, location)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	return rows, nil
+}
+
+func (db *DB) createApprovalsTx(ctx context.Context, tx *sql.Tx, rows []approvalRow) error {
+	ins := tx.StmtContext(ctx, db.stmts.insertApproval)
+	for _, r := range rows {
+		a := r.a
+		_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,
+			a.ToolName, a.Arguments, a.Summary, a.Reason, a.Rule, a.Workdir, a.Diff,
+			a.Requester, r.approvers, string(a.State), a.DecisionReason, a.DecidedBy,
+			nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location)
+		if isForeignKey(err) {
+			return fmt.Errorf("approval %s: conversation %s: %w", a.ID, a.ConversationID, ErrNotFound)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("approval %s: %w", a.ID, err)
 		}
-		defer ins.Close()
-		for _, r := range rows {
-			a := r.a
-			_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,
-				a.ToolName, a.Arguments, a.Summary, a.Reason, a.Rule, a.Workdir, a.Diff,
-				a.Requester, r.approvers, string(a.State), a.DecisionReason, a.DecidedBy,
-				nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location)
-			if isForeignKey(err) {
-				return fmt.Errorf("approval %s: conversation %s: %w", a.ID, a.ConversationID, ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("approval %s: %w", a.ID, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("create approvals: %w", err)
 	}
 	return nil
 }

@@ -160,36 +160,46 @@ func (db *DB) Paired(ctx context.Context, channel, userID string) (bool, error) 
 // Token, ApprovalID and Action are required; Created defaults to now. A
 // token that already exists is an error.
 func (db *DB) CreateButtons(ctx context.Context, bs []gateway.Button) error {
-	for i, b := range bs {
-		if b.Token == "" || b.ApprovalID == "" || b.Action == "" {
-			return fmt.Errorf("create buttons: button %d needs a token, approval id (%q) and action (%q)", i, b.ApprovalID, b.Action)
-		}
+	if err := checkButtons(bs); err != nil {
+		return fmt.Errorf("create buttons: %w", err)
 	}
 	if len(bs) == 0 {
 		return nil
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		t := now()
-		for i, b := range bs {
-			created := b.Created
-			if created.IsZero() {
-				created = t
-			}
-			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO buttons (token, approval_id, action, created) VALUES (?, ?, ?, ?)`,
-				b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
-				if isUnique(err) {
-					return fmt.Errorf("button %d: token already exists: %w", i, err)
-				}
-				return fmt.Errorf("button %d: %w", i, err)
-			}
-		}
-		return nil
+		return db.createButtonsTx(ctx, tx, bs, now())
 	})
 	if err != nil {
 		// Tokens are secrets of a kind (whoever has one can press the
 		// button), so they stay out of error messages.
 		return fmt.Errorf("create buttons for approval %s: %w", bs[0].ApprovalID, err)
+	}
+	return nil
+}
+
+func checkButtons(bs []gateway.Button) error {
+	for i, b := range bs {
+		if b.Token == "" || b.ApprovalID == "" || b.Action == "" {
+			return fmt.Errorf("button %d needs a token, approval id (%q) and action (%q)", i, b.ApprovalID, b.Action)
+		}
+	}
+	return nil
+}
+
+func (db *DB) createButtonsTx(ctx context.Context, tx *sql.Tx, bs []gateway.Button, t time.Time) error {
+	for i, b := range bs {
+		created := b.Created
+		if created.IsZero() {
+			created = t
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO buttons (token, approval_id, action, created) VALUES (?, ?, ?, ?)`,
+			b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("button %d: token already exists: %w", i, err)
+			}
+			return fmt.Errorf("button %d: %w", i, err)
+		}
 	}
 	return nil
 }
@@ -220,15 +230,19 @@ func (db *DB) AddApprovalPost(ctx context.Context, p gateway.ApprovalPost) error
 		return fmt.Errorf("add approval post: approval id (%q) and location (%q) are required", p.ApprovalID, p.Location)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO approval_posts
-			(approval_id, location, message_id, outbox_id) VALUES (?, ?, ?, ?)`,
-			p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
-		return err
+		return db.addPostTx(ctx, tx, p)
 	})
 	if err != nil {
 		return fmt.Errorf("add post of approval %s at %s: %w", p.ApprovalID, p.Location, err)
 	}
 	return nil
+}
+
+func (db *DB) addPostTx(ctx context.Context, tx *sql.Tx, p gateway.ApprovalPost) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO approval_posts
+		(approval_id, location, message_id, outbox_id) VALUES (?, ?, ?, ?)`,
+		p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
+	return err
 }
 
 // ApprovalPosts returns the posts of an approval in the order they were

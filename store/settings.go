@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // Settings returns every key of a scope (agentcore.Settings, and the
@@ -34,17 +35,21 @@ func (db *DB) SetSetting(ctx context.Context, scope, key, value string) error {
 		return fmt.Errorf("set setting: scope (%q) and key (%q) are required", scope, key)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		if value == "" {
-			_, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE scope = ? AND key = ?`, scope, key)
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings (scope, key, value, updated) VALUES (?, ?, ?, ?)
-			ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
-			scope, key, value, nanos(now()))
-		return err
+		return db.setSettingTx(ctx, tx, scope, key, value, now())
 	})
 	if err != nil {
 		return fmt.Errorf("set %s %s: %w", scope, key, err)
 	}
 	return nil
+}
+
+func (db *DB) setSettingTx(ctx context.Context, tx *sql.Tx, scope, key, value string, t time.Time) error {
+	if value == "" {
+		_, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE scope = ? AND key = ?`, scope, key)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO settings (scope, key, value, updated) VALUES (?, ?, ?, ?)
+		ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
+		scope, key, value, nanos(t))
+	return err
 }

@@ -20,11 +20,16 @@ type stmts struct {
 	indexMessage      *sql.Stmt
 	appendView        *sql.Stmt
 	touchConversation *sql.Stmt
+	insertPrompt      *sql.Stmt
+	setPrompt         *sql.Stmt
+	insertApproval    *sql.Stmt
+	holdsLease        *sql.Stmt
 	// writer: gateway queue and outbox
 	purgeDedupe    *sql.Stmt
 	claimDedupe    *sql.Stmt
 	insertItem     *sql.Stmt
 	takeItem       *sql.Stmt
+	takeQueued     *sql.Stmt
 	completeItem   *sql.Stmt
 	bind           *sql.Stmt
 	insertOutbound *sql.Stmt
@@ -66,10 +71,15 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.indexMessage, `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
 		{w, &s.appendView, `INSERT INTO view (conversation_id, position, message_id) VALUES (?, ?, ?)`},
 		{w, &s.touchConversation, `UPDATE conversations SET updated = MAX(updated, ?) WHERE id = ?`},
+		{w, &s.insertPrompt, qInsertPrompt},
+		{w, &s.setPrompt, qSetPrompt},
+		{w, &s.insertApproval, qInsertApproval},
+		{w, &s.holdsLease, `SELECT 1 FROM leases WHERE conversation_id = ? AND owner = ?`},
 		{w, &s.purgeDedupe, qPurgeDedupe},
 		{w, &s.claimDedupe, qClaimDedupe},
 		{w, &s.insertItem, qInsertItem},
 		{w, &s.takeItem, qTakeItem},
+		{w, &s.takeQueued, qTakeQueued},
 		{r, &s.peekItem, qPeekItem},
 		{w, &s.completeItem, qCompleteItem},
 		{w, &s.bind, qBind},
@@ -84,7 +94,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.markTool, qMarkToolStarted},
 
 		{r, &s.binding, qBinding},
-		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations WHERE id = ?`},
+		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations c WHERE c.id = ?`},
 		{r, &s.view, qView},
 		{r, &s.messagesAfter, qMessagesAfter},
 		{r, &s.convExists, `SELECT 1 FROM conversations WHERE id = ?`},

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/gateway"
+)
+
+// TakeItem takes the conversation's lease and counts an attempt of the
+// item, in one transaction (gateway.Turns).
+func (db *DB) TakeItem(ctx context.Context, id int64, conversationID, owner string, ttl time.Duration) (int, bool, error) {
+	if owner == "" {
+		return 0, false, fmt.Errorf("take queue item %d: empty owner", id)
+	}
+	var attempts int
+	var leased bool
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
+			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n != 1 {
+			leased = false
+			return err
+		}
+		err = tx.StmtContext(ctx, db.stmts.takeQueued).QueryRowContext(ctx, id, conversationID).Scan(&attempts)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no unfinished queue item %d in conversation %s: %w", id, conversationID, gateway.ErrNotFound)
+		}
+		leased = err == nil
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("take queue item %d: %w", id, err)
+	}
+	return attempts, leased, nil
+}
+
+const qTakeQueued = `UPDATE queue SET attempts = attempts + 1
+	WHERE id = ? AND conversation_id = ? AND state = 'queued' RETURNING attempts`
+
+// FinishTurn stores a finished turn's records in one transaction
+// (gateway.Turns): the agent core's, the completed items, the outbox items,
+// buttons, approval posts and settings.
+func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) ([]agentcore.Message, error) {
+	b, err := encodeTurn(e.Turn)
+	if err != nil {
+		return nil, fmt.Errorf("finish turn: %w", err)
+	}
+	if err := checkOutbound(e.Outbound); err != nil {
+		return nil, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+	}
+	for i, p := range e.Posts {
+		if p.Outbound < 0 || p.Outbound >= len(e.Outbound) || p.ApprovalID == "" {
+			return nil, fmt.Errorf("finish turn of %s: approval post %d names outbound item %d of %d", e.Turn.ConversationID, i, p.Outbound, len(e.Outbound))
+		}
+	}
+	if err := checkButtons(e.Buttons); err != nil {
+		return nil, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+	}
+	for i, s := range e.Settings {
+		if s.Scope == "" || s.Key == "" {
+			return nil, fmt.Errorf("finish turn of %s: setting %d needs a scope and a key", e.Turn.ConversationID, i)
+		}
+	}
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		for i, id := range e.Complete {
+			err := db.completeItem(ctx, tx, id, t)
+			if i > 0 && errors.Is(err, gateway.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := db.commitTurnTx(ctx, tx, b); err != nil {
+			return err
+		}
+		if err := db.createButtonsTx(ctx, tx, e.Buttons, t); err != nil {
+			return err
+		}
+		ids, err := db.insertOutbound(ctx, tx, e.Outbound, t)
+		if err != nil {
+			return err
+		}
+		for _, p := range e.Posts {
+			if err := db.addPostTx(ctx, tx, gateway.ApprovalPost{ApprovalID: p.ApprovalID, Location: p.Location, OutboxID: ids[p.Outbound]}); err != nil {
+				return err
+			}
+		}
+		for _, s := range e.Settings {
+			if err := db.setSettingTx(ctx, tx, s.Scope, s.Key, s.Value, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+	}
+	return b.msgs.out, nil
+}
