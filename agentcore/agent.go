@@ -117,9 +117,7 @@ func (a *Agent) Tools() *Tools { return a.deps.Tools }
 
 // NewConversation creates an empty conversation of this agent.
 func (a *Agent) NewConversation(ctx context.Context) (Conversation, error) {
-	if err := a.deps.Store.EnsureAgent(ctx, a.cfg.ID); err != nil {
-		return Conversation{}, fmt.Errorf("register agent %s: %w", a.cfg.ID, err)
-	}
+	// CreateConversation records the agent too (one write, not two).
 	now := a.deps.Now().UTC()
 	c := Conversation{ID: "conv-" + randomID(8), AgentID: a.cfg.ID, Created: now, Updated: now}
 	if err := a.deps.Store.CreateConversation(ctx, c); err != nil {

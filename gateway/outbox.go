@@ -9,8 +9,10 @@ import (
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
-// outboxParallel bounds how many locations are delivered to at once.
-const outboxParallel = 16
+// outboxParallel bounds how many locations are delivered to at once (a
+// delivery holds its slot while the platform answers and its MarkSent
+// commits).
+const outboxParallel = 64
 
 // outbox is the part that delivers every outbound platform call durably:
 // items are stored first (by whoever produces them, often in the
@@ -18,14 +20,22 @@ const outboxParallel = 16
 // goroutine per location so a slow or rate-limited chat never holds up the
 // others, each location's items in order. It delivers only the items of the
 // channels this process runs.
+//
+// A turn hands the items it just stored to offer, which delivers them at
+// once without reading the outbox back; everything else (retries, items
+// other processes or the decide path stored) is found by a scan of the due
+// items, on kick and twice a second.
 type outbox struct {
 	env  *env
 	wake chan struct{}
+	d    *delivery
 }
 
-func newOutbox(e *env) *outbox { return &outbox{env: e, wake: make(chan struct{}, 1)} }
+func newOutbox(e *env) *outbox {
+	return &outbox{env: e, wake: make(chan struct{}, 1), d: &delivery{locs: map[string]*locQueue{}, sem: make(chan struct{}, outboxParallel)}}
+}
 
-// kick wakes the delivery loop.
+// kick wakes the delivery loop for a scan.
 func (o *outbox) kick() {
 	select {
 	case o.wake <- struct{}{}:
@@ -71,7 +81,8 @@ func (o *outbox) enqueue(ctx context.Context, it Outbound) int64 {
 		o.env.log.Error("queue outbound message", "location", it.Location, "err", err)
 		return 0
 	}
-	o.kick()
+	it.ID = ids[0]
+	o.offer([]Outbound{it})
 	return ids[0]
 }
 
@@ -79,11 +90,23 @@ func (o *outbox) enqueue(ctx context.Context, it Outbound) int64 {
 func (o *outbox) run(ctx context.Context) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	d := &delivery{inflight: map[string]bool{}, sem: make(chan struct{}, outboxParallel)}
+	d := o.d
+	d.mu.Lock()
+	d.ctx = ctx
+	// Items stored before this start (or by the decide path, or another
+	// process) are found only by scans: until the first complete one,
+	// every offer waits for it, so none overtakes them.
+	d.seq++
+	d.flooded = d.seq
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.ctx = nil
+		d.mu.Unlock()
+		d.wg.Wait()
+	}()
 	for {
-		o.deliverDue(ctx, &wg, d)
+		o.deliverDue(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -93,18 +116,141 @@ func (o *outbox) run(ctx context.Context) {
 	}
 }
 
-// delivery is the state of the delivery loop: which locations have a
-// goroutine, and the slots.
+// delivery is the state of the delivery loop: the locations that have a
+// goroutine (each with the items handed to it), the locations whose
+// unsent items were left to a scan, and the slots. It holds only
+// locations with undelivered items.
 type delivery struct {
-	mu       sync.Mutex
-	inflight map[string]bool
+	mu   sync.Mutex
+	ctx  context.Context // set while run runs
+	locs map[string]*locQueue
+	// deferred are locations with unsent items no goroutine was handed (no
+	// slot was free, or a delivery failed): a later item must not overtake
+	// them, so until a scan hands them over, their offers wait for it too.
+	// At most maxDeferred; past that every offer waits for a scan. The
+	// value is the deferral's number (seq): a scan clears only deferrals
+	// made before it read the outbox, whose items it has seen.
+	deferred map[string]uint64
+	seq      uint64
+	flooded  uint64 // the seq at which the map overflowed; 0: it did not
 	sem      chan struct{}
+	wg       sync.WaitGroup
 }
 
-// deliverDue starts delivery of the due items of every location that is
-// not being delivered already.
-func (o *outbox) deliverDue(ctx context.Context, wg *sync.WaitGroup, d *delivery) {
-	items, err := o.env.opts.Store.DueOutbound(ctx, o.env.channels, o.env.now().UTC(), 500)
+// maxDeferred bounds the locations remembered as deferred.
+const maxDeferred = 10000
+
+// scanLimit is how many due items one scan reads.
+const scanLimit = 500
+
+// locQueue is what one location's goroutine has still to deliver.
+type locQueue struct {
+	items  []Outbound
+	rescan bool // items were left to a scan: kick when done
+}
+
+// offer delivers items (stored, with their ids) now: each location's are
+// added to its goroutine, or one is started. Items that find no free slot
+// are left to a scan, and so are later items of their location.
+func (o *outbox) offer(items []Outbound) {
+	if len(items) == 0 {
+		return
+	}
+	d := o.d
+	rest := false
+	d.mu.Lock()
+	for _, it := range items {
+		_, deferred := d.deferred[it.Location]
+		if d.ctx == nil || d.flooded != 0 || deferred || !o.handLocked(it.Location, []Outbound{it}) {
+			o.deferLocked(it.Location)
+			rest = true
+		}
+	}
+	d.mu.Unlock()
+	if rest {
+		o.kick()
+	}
+}
+
+// deferLocked records that loc has unsent items left to a scan; d.mu held.
+func (o *outbox) deferLocked(loc string) {
+	d := o.d
+	if d.deferred == nil {
+		d.deferred = map[string]uint64{}
+	}
+	d.seq++
+	if _, ok := d.deferred[loc]; !ok && len(d.deferred) >= maxDeferred {
+		d.flooded = d.seq
+		return
+	}
+	d.deferred[loc] = d.seq
+}
+
+// handLocked gives items of loc to loc's goroutine, starting one if a slot
+// is free; false when none is. d.mu held.
+func (o *outbox) handLocked(loc string, items []Outbound) bool {
+	d := o.d
+	if d.ctx == nil || d.ctx.Err() != nil {
+		return false
+	}
+	if q, ok := d.locs[loc]; ok {
+		q.items = append(q.items, items...)
+		return true
+	}
+	select {
+	case d.sem <- struct{}{}:
+	default:
+		return false
+	}
+	q := &locQueue{items: items}
+	d.locs[loc] = q
+	d.wg.Add(1)
+	ctx := d.ctx
+	go func() {
+		defer d.wg.Done()
+		o.drain(ctx, loc, q)
+	}()
+	return true
+}
+
+// drain delivers a location's items in order until none is left or one
+// fails (it is retried later: a scan finds it and the ones after it).
+func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
+	d := o.d
+	for {
+		d.mu.Lock()
+		if len(q.items) == 0 || ctx.Err() != nil {
+			delete(d.locs, loc)
+			<-d.sem
+			// A freed slot lets a scan hand over what waits for one.
+			rescan := q.rescan || len(q.items) > 0 || len(d.deferred) > 0 || d.flooded != 0
+			d.mu.Unlock()
+			if rescan {
+				o.kick()
+			}
+			return
+		}
+		it := q.items[0]
+		q.items = q.items[1:]
+		d.mu.Unlock()
+		if !o.deliver(ctx, it) {
+			d.mu.Lock()
+			q.items, q.rescan = nil, true
+			o.deferLocked(loc)
+			d.mu.Unlock()
+		}
+	}
+}
+
+// deliverDue scans the due items and hands each location's to its
+// goroutine; a location being delivered already gets a scan when it is
+// done, so nothing it has not been handed waits for the next tick.
+func (o *outbox) deliverDue(ctx context.Context) {
+	d := o.d
+	d.mu.Lock()
+	seen := d.seq // deferrals up to here are in what the scan reads
+	d.mu.Unlock()
+	items, err := o.env.opts.Store.DueOutbound(ctx, o.env.channels, o.env.now().UTC(), scanLimit)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.env.log.Error("read outbox", "err", err)
@@ -119,35 +265,43 @@ func (o *outbox) deliverDue(ctx context.Context, wg *sync.WaitGroup, d *delivery
 		}
 		byLoc[it.Location] = append(byLoc[it.Location], it)
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// clear forgets a deferral the scan has seen the items of.
+	clear := func(loc string) {
+		if n, ok := d.deferred[loc]; ok && n <= seen {
+			delete(d.deferred, loc)
+		}
+	}
+	// Only a scan that read every due item knows a location's whole
+	// backlog; after a partial one the deferrals stay.
+	complete := len(items) < scanLimit
+	handedAll := true
 	for _, loc := range order {
-		d.mu.Lock()
-		busy := d.inflight[loc]
-		d.mu.Unlock()
-		if busy {
+		if q, busy := d.locs[loc]; busy {
+			q.rescan = true
 			continue
 		}
-		select {
-		case d.sem <- struct{}{}:
-		default:
-			return // all delivery slots busy: the next round picks the rest up
+		if !o.handLocked(loc, byLoc[loc]) {
+			handedAll = false
+			o.deferLocked(loc)
+			continue
 		}
-		d.mu.Lock()
-		d.inflight[loc] = true
-		d.mu.Unlock()
-		wg.Add(1)
-		go func(loc string, its []Outbound) {
-			defer wg.Done()
-			for _, it := range its {
-				if ctx.Err() != nil || !o.deliver(ctx, it) {
-					break
-				}
+		if complete {
+			clear(loc)
+		}
+	}
+	if complete && handedAll {
+		// Deferred locations the scan did not see have nothing due (a
+		// failed item waits for its retry time, as before).
+		for loc := range d.deferred {
+			if _, ok := byLoc[loc]; !ok {
+				clear(loc)
 			}
-			d.mu.Lock()
-			delete(d.inflight, loc)
-			d.mu.Unlock()
-			<-d.sem
-			o.kick()
-		}(loc, byLoc[loc])
+		}
+		if d.flooded != 0 && d.flooded <= seen {
+			d.flooded = 0
+		}
 	}
 }
 

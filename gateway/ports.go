@@ -289,9 +289,15 @@ type Turns interface {
 	// lease; the error wraps ErrNotFound, and nothing is written, when
 	// the item is no longer unfinished in that conversation.
 	TakeItem(ctx context.Context, id int64, conversationID, owner string, ttl time.Duration) (attempts int, ok bool, err error)
-	// FinishTurn stores e in one transaction and returns the stored
-	// messages of e.Turn (agentcore.TurnStore.CommitTurn's semantics).
-	FinishTurn(ctx context.Context, e TurnEnd) ([]agentcore.Message, error)
+	// FinishTurn stores e in one transaction (e.Turn with
+	// agentcore.TurnStore.CommitTurn's semantics).
+	FinishTurn(ctx context.Context, e TurnEnd) (Finished, error)
+}
+
+// Finished is what FinishTurn stored.
+type Finished struct {
+	Messages []agentcore.Message // e.Turn's messages as stored (Seq set)
+	Outbound []int64             // the ids of e.Outbound, in order
 }
 
 // Store is every storage port the gateway needs.

@@ -129,7 +129,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	}
 	p.approvals.posted(h.asks, loc)
 	s.liveEnd(ctx, res)
-	p.outbox.kick()
+	p.outbox.offer(h.out)
 	return false, nil
 }
 

@@ -35,6 +35,7 @@ type turnHost struct {
 	res      agentcore.TurnResult
 	shutdown bool // cancelled by shutdown: the item stays queued
 	asks     postings
+	out      []Outbound // stored with their ids, for the outbox to deliver now
 }
 
 var _ agentcore.TurnHost = (*turnHost)(nil)
@@ -76,7 +77,7 @@ func (h *turnHost) Finish(ctx context.Context, w agentcore.TurnWrite, res agentc
 	h.res = res
 	end := TurnEnd{Turn: w}
 	if h.shutdown {
-		return p.env.opts.Store.FinishTurn(ctx, end)
+		return h.store(ctx, end)
 	}
 	for _, it := range h.items {
 		end.Complete = append(end.Complete, it.ID)
@@ -106,5 +107,18 @@ func (h *turnHost) Finish(ctx context.Context, w agentcore.TurnWrite, res agentc
 		}
 		end.Settings = append(end.Settings, Setting{Scope: parkedScope(h.items[0].ConversationID), Key: settingParked, Value: val})
 	}
-	return p.env.opts.Store.FinishTurn(ctx, end)
+	return h.store(ctx, end)
+}
+
+// store commits end and keeps its outbox items, with their ids.
+func (h *turnHost) store(ctx context.Context, end TurnEnd) ([]agentcore.Message, error) {
+	f, err := h.p.env.opts.Store.FinishTurn(ctx, end)
+	if err != nil {
+		return nil, err
+	}
+	for i := range end.Outbound {
+		end.Outbound[i].ID = f.Outbound[i]
+	}
+	h.out = end.Outbound
+	return f.Messages, nil
 }

@@ -22,7 +22,7 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 	if err != nil {
 		return fmt.Errorf("create approvals: %w", err)
 	}
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, "CreateApprovals", func(tx *sql.Tx) error {
 		return db.createApprovalsTx(ctx, tx, rows)
 	})
 	if err != nil {
@@ -184,7 +184,7 @@ func (db *DB) Decide(ctx context.Context, id string, d agentcore.Decision) (agen
 	}
 	var a agentcore.Approval
 	var decided bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Decide", func(tx *sql.Tx) error {
 		var err error
 		a, decided, err = db.decideTx(ctx, tx, id, d)
 		return err
@@ -225,8 +225,7 @@ func (db *DB) decideTx(ctx context.Context, tx *sql.Tx, id string, d agentcore.D
 
 // AgentRules returns the rules added by "Always" decisions, oldest first.
 func (db *DB) AgentRules(ctx context.Context, agentID string) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`, agentID)
+	rows, err := db.stmts.agentRules.QueryContext(ctx, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("rules of agent %s: %w", agentID, err)
 	}

@@ -162,6 +162,7 @@ type writeReq struct {
 }
 
 // write runs fn in an IMMEDIATE transaction on the writer connection and
+// counts it under method (Stats); it
 // returns once it is committed (or failed). Concurrent calls are grouped:
 // the writer loop runs every fn that is waiting, each in its own
 // SAVEPOINT (a failing fn rolls back only its own changes and gets its own
@@ -173,8 +174,8 @@ type writeReq struct {
 // processes), the whole transaction is retried a few times with a growing
 // pause; fn must therefore have no effects outside the transaction, and
 // may run more than once.
-func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	db.count.by.add(2)
+func (db *DB) write(ctx context.Context, method string, fn func(tx *sql.Tx) error) error {
+	db.count.by.add(method)
 	pause := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		start := time.Now()

@@ -44,7 +44,7 @@ func (db *DB) Bind(ctx context.Context, b gateway.Binding) error {
 	if b.Created.IsZero() {
 		b.Created = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Bind", func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created))
 		return err
@@ -113,7 +113,7 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 	}
 	var id int64
 	var enqueued bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Enqueue", func(tx *sql.Tx) error {
 		t := now()
 		if dedupeKey != "" {
 			fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
@@ -222,7 +222,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string, channels []string
 		if !inChannels(it.Channel, channels) {
 			return it, nil
 		}
-		err = db.write(ctx, func(tx *sql.Tx) error {
+		err = db.write(ctx, "Peek", func(tx *sql.Tx) error {
 			return tx.StmtContext(ctx, db.stmts.takeItem).QueryRowContext(ctx, it.ID).Scan(&it.Attempts)
 		})
 		if errors.Is(err, sql.ErrNoRows) {
@@ -239,7 +239,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string, channels []string
 // is already done is an error wrapping gateway.ErrNotFound: completing an
 // item twice means two workers ran it.
 func (db *DB) Complete(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Complete", func(tx *sql.Tx) error {
 		return db.completeItem(ctx, tx, id, now())
 	})
 	if err != nil {
@@ -273,7 +273,7 @@ func (db *DB) CompleteWithOutbound(ctx context.Context, itemID int64, items ...g
 		return nil, fmt.Errorf("complete queue item %d: %w", itemID, err)
 	}
 	var ids []int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "CompleteWithOutbound", func(tx *sql.Tx) error {
 		t := now()
 		if err := db.completeItem(ctx, tx, itemID, t); err != nil {
 			return err
@@ -341,7 +341,7 @@ func (db *DB) ClaimDedupe(ctx context.Context, key string, ttl time.Duration) (b
 		return false, fmt.Errorf("claim dedupe key %q: key and a positive ttl (%v) are required", key, ttl)
 	}
 	var fresh bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "ClaimDedupe", func(tx *sql.Tx) error {
 		var err error
 		fresh, err = db.claimDedupe(ctx, tx, key, now(), ttl)
 		return err
@@ -361,7 +361,7 @@ func (db *DB) Rebind(ctx context.Context, b gateway.Binding, afterID int64) erro
 	if b.Created.IsZero() {
 		b.Created = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Rebind", func(tx *sql.Tx) error {
 		if _, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created)); err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/gateway"
 )
 
@@ -19,7 +18,7 @@ func (db *DB) TakeItem(ctx context.Context, id int64, conversationID, owner stri
 	}
 	var attempts int
 	var leased bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "TakeItem", func(tx *sql.Tx) error {
 		t := now()
 		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
 			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
@@ -50,28 +49,32 @@ const qTakeQueued = `UPDATE queue SET attempts = attempts + 1
 // FinishTurn stores a finished turn's records in one transaction
 // (gateway.Turns): the agent core's, the completed items, the outbox items,
 // buttons, approval posts and settings.
-func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) ([]agentcore.Message, error) {
+func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) (gateway.Finished, error) {
+	fail := func(err error) (gateway.Finished, error) {
+		return gateway.Finished{}, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+	}
 	b, err := encodeTurn(e.Turn)
 	if err != nil {
-		return nil, fmt.Errorf("finish turn: %w", err)
+		return fail(err)
 	}
 	if err := checkOutbound(e.Outbound); err != nil {
-		return nil, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+		return fail(err)
 	}
 	for i, p := range e.Posts {
 		if p.Outbound < 0 || p.Outbound >= len(e.Outbound) || p.ApprovalID == "" {
-			return nil, fmt.Errorf("finish turn of %s: approval post %d names outbound item %d of %d", e.Turn.ConversationID, i, p.Outbound, len(e.Outbound))
+			return fail(fmt.Errorf("approval post %d names outbound item %d of %d", i, p.Outbound, len(e.Outbound)))
 		}
 	}
 	if err := checkButtons(e.Buttons); err != nil {
-		return nil, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+		return fail(err)
 	}
 	for i, s := range e.Settings {
 		if s.Scope == "" || s.Key == "" {
-			return nil, fmt.Errorf("finish turn of %s: setting %d needs a scope and a key", e.Turn.ConversationID, i)
+			return fail(fmt.Errorf("setting %d needs a scope and a key", i))
 		}
 	}
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	var ids []int64
+	err = db.write(ctx, "FinishTurn", func(tx *sql.Tx) error {
 		t := now()
 		for i, id := range e.Complete {
 			err := db.completeItem(ctx, tx, id, t)
@@ -88,8 +91,8 @@ func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) ([]agentcore.Me
 		if err := db.createButtonsTx(ctx, tx, e.Buttons, t); err != nil {
 			return err
 		}
-		ids, err := db.insertOutbound(ctx, tx, e.Outbound, t)
-		if err != nil {
+		var err error
+		if ids, err = db.insertOutbound(ctx, tx, e.Outbound, t); err != nil {
 			return err
 		}
 		for _, p := range e.Posts {
@@ -105,7 +108,7 @@ func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) ([]agentcore.Me
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("finish turn of %s: %w", e.Turn.ConversationID, err)
+		return fail(err)
 	}
-	return b.msgs.out, nil
+	return gateway.Finished{Messages: b.msgs.out, Outbound: ids}, nil
 }

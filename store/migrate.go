@@ -82,7 +82,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		return nil
 	}
 	for _, m := range ms {
-		err := db.write(ctx, func(tx *sql.Tx) error {
+		err := db.write(ctx, "migrate", func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version INTEGER PRIMARY KEY,
 				name    TEXT NOT NULL,

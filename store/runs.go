@@ -40,7 +40,7 @@ func (db *DB) StartRun(ctx context.Context, r agentcore.Run) error {
 	if r.Started.IsZero() {
 		r.Started = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "StartRun", func(tx *sql.Tx) error {
 		return db.startRunTx(ctx, tx, r)
 	})
 	if err != nil {
@@ -67,7 +67,7 @@ func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
 	if r.Finished.IsZero() {
 		r.Finished = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "FinishRun", func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, db.stmts.finishRun).ExecContext(ctx,
 			r.Model, r.Model, string(r.StopReason),
 			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
@@ -130,7 +130,7 @@ func (db *DB) queryRuns(ctx context.Context, stmt *sql.Stmt, args ...any) ([]age
 // MarkToolStarted records that a tool call began executing. Marking the
 // same call again is a no-op.
 func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "MarkToolStarted", func(tx *sql.Tx) error {
 		return db.markToolTx(ctx, tx, conversationID, toolCallID, now())
 	})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // Settings returns every key of a scope (agentcore.Settings, and the
 // gateway's per-location settings).
 func (db *DB) Settings(ctx context.Context, scope string) (map[string]string, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT key, value FROM settings WHERE scope = ?`, scope)
+	rows, err := db.stmts.settings.QueryContext(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("settings of %s: %w", scope, err)
 	}
@@ -34,7 +34,7 @@ func (db *DB) SetSetting(ctx context.Context, scope, key, value string) error {
 	if scope == "" || key == "" {
 		return fmt.Errorf("set setting: scope (%q) and key (%q) are required", scope, key)
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "SetSetting", func(tx *sql.Tx) error {
 		return db.setSettingTx(ctx, tx, scope, key, value, now())
 	})
 	if err != nil {
@@ -45,11 +45,12 @@ func (db *DB) SetSetting(ctx context.Context, scope, key, value string) error {
 
 func (db *DB) setSettingTx(ctx context.Context, tx *sql.Tx, scope, key, value string, t time.Time) error {
 	if value == "" {
-		_, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE scope = ? AND key = ?`, scope, key)
+		_, err := tx.StmtContext(ctx, db.stmts.deleteSetting).ExecContext(ctx, scope, key)
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO settings (scope, key, value, updated) VALUES (?, ?, ?, ?)
-		ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
-		scope, key, value, nanos(t))
+	_, err := tx.StmtContext(ctx, db.stmts.upsertSetting).ExecContext(ctx, scope, key, value, nanos(t))
 	return err
 }
+
+const qUpsertSetting = `INSERT INTO settings (scope, key, value, updated) VALUES (?, ?, ?, ?)
+	ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -29,49 +27,28 @@ type Stats struct {
 // counters are the atomics behind Stats.
 type counters struct {
 	writes, failed, commits atomic.Int64
-	by                      callerCounts
+	by                      methodCounts
 }
 
-// callerCounts counts calls by the program counter of their caller:
-// runtime.Callers and one map lookup, no allocation after the first call
-// from a site; names are resolved only when Stats is read.
-type callerCounts struct{ m sync.Map } // pc → *atomic.Int64
+// methodCounts counts write transactions by the method that started them
+// (a map lookup per write: cheap enough to keep always on).
+type methodCounts struct{ m sync.Map } // method name → *atomic.Int64
 
-func (c *callerCounts) add(skip int) {
-	var pcs [1]uintptr
-	if runtime.Callers(skip+1, pcs[:]) == 0 {
-		return
-	}
-	n, ok := c.m.Load(pcs[0])
+func (c *methodCounts) add(method string) {
+	n, ok := c.m.Load(method)
 	if !ok {
-		n, _ = c.m.LoadOrStore(pcs[0], new(atomic.Int64))
+		n, _ = c.m.LoadOrStore(method, new(atomic.Int64))
 	}
 	n.(*atomic.Int64).Add(1)
 }
 
-func (c *callerCounts) snapshot() map[string]int64 {
+func (c *methodCounts) snapshot() map[string]int64 {
 	out := map[string]int64{}
 	c.m.Range(func(k, v any) bool {
-		name := "?"
-		if f := runtime.FuncForPC(k.(uintptr) - 1); f != nil {
-			name = methodName(f.Name())
-		}
-		out[name] += v.(*atomic.Int64).Load()
+		out[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
 	return out
-}
-
-// methodName shortens a function name: "…/store.(*DB).Append.func1" →
-// "Append", "…/store.helper" → "helper".
-func methodName(fn string) string {
-	fn = fn[strings.LastIndexByte(fn, '/')+1:]
-	_, fn, _ = strings.Cut(fn, ".")
-	fn = strings.TrimPrefix(fn, "(*DB).")
-	if i := strings.IndexByte(fn, '.'); i > 0 {
-		fn = fn[:i]
-	}
-	return fn
 }
 
 // Stats returns the DB's counters.

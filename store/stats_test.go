@@ -43,18 +43,6 @@ func TestStatsCountWrites(t *testing.T) {
 	}
 }
 
-func TestMethodName(t *testing.T) {
-	for in, want := range map[string]string{
-		"github.com/switchboard-gw/switchboard/store.(*DB).Append":       "Append",
-		"github.com/switchboard-gw/switchboard/store.(*DB).Append.func1": "Append",
-		"github.com/switchboard-gw/switchboard/store.helper":             "helper",
-	} {
-		if got := methodName(in); got != want {
-			t.Errorf("methodName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSize(t *testing.T) {
 	db := openTemp(t, filepath.Join(t.TempDir(), "s.db"))
 	n, err := db.Size(context.Background())

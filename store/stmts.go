@@ -24,6 +24,10 @@ type stmts struct {
 	setPrompt         *sql.Stmt
 	insertApproval    *sql.Stmt
 	holdsLease        *sql.Stmt
+	insertButton      *sql.Stmt
+	insertPost        *sql.Stmt
+	upsertSetting     *sql.Stmt
+	deleteSetting     *sql.Stmt
 	// writer: gateway queue and outbox
 	purgeDedupe    *sql.Stmt
 	claimDedupe    *sql.Stmt
@@ -56,6 +60,10 @@ type stmts struct {
 	peekItem        *sql.Stmt
 	outboundItem    *sql.Stmt
 	paired          *sql.Stmt
+	settings        *sql.Stmt
+	approvalPosts   *sql.Stmt
+	approvalButtons *sql.Stmt
+	agentRules      *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -75,6 +83,10 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.setPrompt, qSetPrompt},
 		{w, &s.insertApproval, qInsertApproval},
 		{w, &s.holdsLease, `SELECT 1 FROM leases WHERE conversation_id = ? AND owner = ?`},
+		{w, &s.insertButton, qInsertButton},
+		{w, &s.insertPost, qInsertPost},
+		{w, &s.upsertSetting, qUpsertSetting},
+		{w, &s.deleteSetting, `DELETE FROM settings WHERE scope = ? AND key = ?`},
 		{w, &s.purgeDedupe, qPurgeDedupe},
 		{w, &s.claimDedupe, qClaimDedupe},
 		{w, &s.insertItem, qInsertItem},
@@ -104,6 +116,10 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.dueOutbound, qDueOutbound},
 		{r, &s.outboundItem, `SELECT ` + outboundColumns + ` FROM outbox WHERE id = ?`},
 		{r, &s.paired, `SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`},
+		{r, &s.settings, `SELECT key, value FROM settings WHERE scope = ?`},
+		{r, &s.approvalPosts, qApprovalPosts},
+		{r, &s.approvalButtons, qApprovalButtons},
+		{r, &s.agentRules, `SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {

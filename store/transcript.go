@@ -19,7 +19,7 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 	if agentID == "" {
 		return errors.New("ensure agent: empty agent id")
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "EnsureAgent", func(tx *sql.Tx) error {
 		return ensureAgent(ctx, tx, agentID)
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func (db *DB) CreateConversation(ctx context.Context, c agentcore.Conversation) 
 	if c.Updated.IsZero() {
 		c.Updated = c.Created
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "CreateConversation", func(tx *sql.Tx) error {
 		if err := ensureAgent(ctx, tx, c.AgentID); err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func (db *DB) ListConversations(ctx context.Context, agentID string, limit int) 
 // revision it was compiled from. The prompt is stored byte for byte, once
 // for all conversations that share it (content-addressed, see prompts.go).
 func (db *DB) SetSystemPrompt(ctx context.Context, conversationID, prompt, revision string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "SetSystemPrompt", func(tx *sql.Tx) error {
 		return db.setPromptTx(ctx, tx, conversationID, prompt, revision)
 	})
 	if err != nil {
@@ -175,7 +175,7 @@ func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentco
 	if err != nil {
 		return nil, fmt.Errorf("append to conversation %s: %w", conversationID, err)
 	}
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, "Append", func(tx *sql.Tx) error {
 		return db.appendTx(ctx, tx, conversationID, batch)
 	})
 	if err != nil {
@@ -388,7 +388,7 @@ func (db *DB) View(ctx context.Context, conversationID string) ([]agentcore.Mess
 // ReplaceView sets the in-context view (compaction) to the given message
 // ids, in order. Every id must belong to the conversation and appear once.
 func (db *DB) ReplaceView(ctx context.Context, conversationID string, ids []string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "ReplaceView", func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, conversationID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -54,7 +54,7 @@ func (db *DB) CommitTurn(ctx context.Context, w agentcore.TurnWrite) ([]agentcor
 	if err != nil {
 		return nil, fmt.Errorf("commit turn of %s: %w", w.ConversationID, err)
 	}
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, "CommitTurn", func(tx *sql.Tx) error {
 		return db.commitTurnTx(ctx, tx, b)
 	})
 	if err != nil {

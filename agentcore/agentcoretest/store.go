@@ -43,6 +43,7 @@ func TestStore(t *testing.T, open func(t *testing.T) agentcore.Store) {
 		{"CommitTurnLeaseLost", testCommitTurnLeaseLost},
 		{"CommitTurnAtomic", testCommitTurnAtomic},
 		{"SharedPrompts", testSharedPrompts},
+		{"CreateRecordsAgent", testCreateRecordsAgent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

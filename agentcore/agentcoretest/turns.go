@@ -137,3 +137,16 @@ func testSharedPrompts(t *testing.T, s agentcore.Store) {
 		}
 	}
 }
+
+// testCreateRecordsAgent: a conversation of an agent never registered is
+// stored (CreateConversation records the agent).
+func testCreateRecordsAgent(t *testing.T, s agentcore.Store) {
+	c := agentcore.Conversation{ID: newID("conv"), AgentID: newID("agent")}
+	if err := s.CreateConversation(ctx(t), c); err != nil {
+		t.Fatalf("CreateConversation of a new agent: %v", err)
+	}
+	got, err := s.LatestConversation(ctx(t), c.AgentID)
+	if err != nil || got.ID != c.ID {
+		t.Errorf("LatestConversation = %v, %v; want %s", got.ID, err, c.ID)
+	}
+}

@@ -64,9 +64,12 @@ func newStack(dir string, ad *adapter, o stackOptions) (*stack, error) {
 		s.model.SetResponder(new(loadmodel.Responder).Respond)
 		url = s.model.URL()
 	}
-	// The provider's client is an http.Client on http.DefaultTransport,
-	// wrapped to see when each response ends.
-	tr := &endTransport{base: http.DefaultTransport, onEnd: o.onEnd}
+	// The provider's client is agentcore's default (a transport keeping
+	// 256 idle connections to the host), wrapped to see when each response
+	// ends.
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 256
+	tr := &endTransport{base: base, onEnd: o.onEnd}
 	red := sandbox.NewRedactor()
 	ag := agentcore.New(agentcore.Config{
 		ID:              "main",
