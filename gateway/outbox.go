@@ -135,10 +135,19 @@ type delivery struct {
 	flooded  uint64 // the seq at which the map overflowed; 0: it did not
 	sem      chan struct{}
 	wg       sync.WaitGroup
+	// waiting are locations handed items while every slot was busy, in
+	// the order they came; queued counts the items all queues hold.
+	waiting []string
+	queued  int
 }
 
-// maxDeferred bounds the locations remembered as deferred.
-const maxDeferred = 10000
+// maxDeferred bounds the locations remembered as deferred; maxQueued the
+// items held in memory for delivery (past it they wait in the store for a
+// scan).
+const (
+	maxDeferred = 10000
+	maxQueued   = 4096
+)
 
 // scanLimit is how many due items one scan reads.
 const scanLimit = 500
@@ -146,7 +155,15 @@ const scanLimit = 500
 // locQueue is what one location's goroutine has still to deliver.
 type locQueue struct {
 	items  []Outbound
-	rescan bool // items were left to a scan: kick when done
+	maxID  int64 // the newest item ever handed to the goroutine
+	rescan bool  // items were left to a scan: kick when done
+}
+
+func (q *locQueue) add(items []Outbound) {
+	q.items = append(q.items, items...)
+	for _, it := range items {
+		q.maxID = max(q.maxID, it.ID)
+	}
 }
 
 // offer delivers items (stored, with their ids) now: each location's are
@@ -187,30 +204,51 @@ func (o *outbox) deferLocked(loc string) {
 }
 
 // handLocked gives items of loc to loc's goroutine, starting one if a slot
-// is free; false when none is. d.mu held.
+// is free, else queueing them until one is; false when the queues are
+// full. d.mu held.
 func (o *outbox) handLocked(loc string, items []Outbound) bool {
 	d := o.d
 	if d.ctx == nil || d.ctx.Err() != nil {
 		return false
 	}
 	if q, ok := d.locs[loc]; ok {
-		q.items = append(q.items, items...)
+		if d.queued+len(items) > maxQueued {
+			return false
+		}
+		q.add(items)
+		d.queued += len(items)
 		return true
 	}
+	q := &locQueue{}
 	select {
 	case d.sem <- struct{}{}:
 	default:
-		return false
+		if d.queued+len(items) > maxQueued {
+			return false
+		}
+		q.add(items)
+		d.locs[loc] = q
+		d.queued += len(items)
+		d.waiting = append(d.waiting, loc)
+		return true
 	}
-	q := &locQueue{items: items}
+	q.add(items)
 	d.locs[loc] = q
+	d.queued += len(items)
+	o.startLocked(loc)
+	return true
+}
+
+// startLocked starts the goroutine of loc, which holds a slot; d.mu held.
+func (o *outbox) startLocked(loc string) {
+	d := o.d
+	q := d.locs[loc]
 	d.wg.Add(1)
 	ctx := d.ctx
 	go func() {
 		defer d.wg.Done()
 		o.drain(ctx, loc, q)
 	}()
-	return true
 }
 
 // drain delivers a location's items in order until none is left or one
@@ -220,10 +258,22 @@ func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
 	for {
 		d.mu.Lock()
 		if len(q.items) == 0 || ctx.Err() != nil {
+			d.queued -= len(q.items)
 			delete(d.locs, loc)
-			<-d.sem
-			// A freed slot lets a scan hand over what waits for one.
 			rescan := q.rescan || len(q.items) > 0 || len(d.deferred) > 0 || d.flooded != 0
+			// The slot goes to the location that waited longest, or back.
+			if len(d.waiting) > 0 && ctx.Err() == nil {
+				next := d.waiting[0]
+				d.waiting = d.waiting[1:]
+				o.startLocked(next)
+			} else {
+				for _, w := range d.waiting {
+					d.queued -= len(d.locs[w].items)
+					delete(d.locs, w)
+				}
+				d.waiting = nil
+				<-d.sem
+			}
 			d.mu.Unlock()
 			if rescan {
 				o.kick()
@@ -232,9 +282,11 @@ func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
 		}
 		it := q.items[0]
 		q.items = q.items[1:]
+		d.queued--
 		d.mu.Unlock()
 		if !o.deliver(ctx, it) {
 			d.mu.Lock()
+			d.queued -= len(q.items)
 			q.items, q.rescan = nil, true
 			o.deferLocked(loc)
 			d.mu.Unlock()
@@ -279,7 +331,11 @@ func (o *outbox) deliverDue(ctx context.Context) {
 	handedAll := true
 	for _, loc := range order {
 		if q, busy := d.locs[loc]; busy {
-			q.rescan = true
+			// Items it was not handed (an edit by the decide path,
+			// another process's): look again when it is done.
+			if byLoc[loc][len(byLoc[loc])-1].ID > q.maxID {
+				q.rescan = true
+			}
 			continue
 		}
 		if !o.handLocked(loc, byLoc[loc]) {
