@@ -123,6 +123,12 @@ func (t *turn) fitContext(ctx context.Context) (*TurnResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
 		}
+		if !t.bud.ready && fitsAnyway(t.a.cfg, t.conv.SystemPrompt, t.a.deps.Tools.Specs(), view) {
+			// Fits at the worst calibration: no need to read the runs
+			// that calibrate the estimate (most turns of most
+			// conversations).
+			return nil, nil
+		}
 		t.initBudget(ctx, view)
 		if t.bud.window <= 0 {
 			return nil, nil
@@ -154,6 +160,7 @@ func (t *turn) fitContext(ctx context.Context) (*TurnResult, error) {
 // cannot be trusted, so the calibration is raised and everything but the
 // pending input is compacted. A nil result means the step may be retried.
 func (t *turn) recoverOverflow(ctx context.Context, view []Message, estChars int, provErr error) (*TurnResult, error) {
+	t.initBudget(ctx, view) // fitContext may have skipped it
 	t.bud.overflowed(estChars)
 	_, stop, err := t.compact(ctx, view, compactAll)
 	if err != nil || stop != "" || ctx.Err() != nil {

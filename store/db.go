@@ -52,7 +52,8 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	count counters // see Stats
+	count         counters // see Stats
+	settingsCache settingsCache
 
 	// failAt, set only by this package's tests, makes a multi-step write
 	// fail at the named step (to prove it is one transaction).

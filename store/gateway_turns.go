@@ -107,6 +107,13 @@ func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) (gateway.Finish
 		}
 		return nil
 	})
+	if len(e.Settings) > 0 {
+		scopes := make([]string, len(e.Settings))
+		for i, s := range e.Settings {
+			scopes[i] = s.Scope
+		}
+		db.settingsCache.drop(scopes...)
+	}
 	if err != nil {
 		return fail(err)
 	}

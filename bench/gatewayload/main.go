@@ -56,6 +56,7 @@ type config struct {
 	csv        string
 	cpuprofile string
 	memprofile string
+	modelPID   int // the model's process, for its CPU time (-model proc)
 }
 
 func main() {
@@ -100,6 +101,7 @@ func main() {
 		}
 		defer m.close()
 		modelURL = m.url
+		c.modelPID = m.cmd.Process.Pid
 	} else if c.model != "inproc" && c.model != "proc" {
 		log.Fatalf("-model %q: use inproc or proc", c.model)
 	}

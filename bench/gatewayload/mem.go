@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/store"
 )
@@ -76,4 +77,60 @@ func perTurn(from, to dbSample, turns int) string {
 	sortStrings(by)
 	return fmt.Sprintf("write transactions %.2f/turn (commits %.2f/turn: group commit), database %.0f B/turn\n      by method: %s",
 		float64(w)/n, float64(c)/n, float64(to.size-from.size)/n, strings.Join(by, ", "))
+}
+
+// cpuTime is the CPU time (user + system) a process used so far, from
+// /proc/PID/stat; 0 when it cannot be read.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / ticks
+}
+
+// cpuMeter measures the CPU this process and the model's used.
+type cpuMeter struct {
+	modelPID         int
+	self, model      time.Duration
+	startSelf, start time.Duration
+}
+
+func startCPU(modelPID int) *cpuMeter {
+	m := &cpuMeter{modelPID: modelPID}
+	m.startSelf = cpuTime(os.Getpid())
+	if modelPID > 0 {
+		m.start = cpuTime(modelPID)
+	}
+	return m
+}
+
+// per reports the CPU per turn since start, and the turns per second two
+// idle cores would allow at that cost (the machine is shared: the
+// measured throughput is what other processes left).
+func (m *cpuMeter) per(turns int) string {
+	self := cpuTime(os.Getpid()) - m.startSelf
+	model := time.Duration(0)
+	if m.modelPID > 0 {
+		model = cpuTime(m.modelPID) - m.start
+	}
+	n := float64(turns)
+	per := float64(self+model) / n
+	s := fmt.Sprintf("CPU per turn: gateway %.2f ms", float64(self)/n/1e6)
+	if m.modelPID > 0 {
+		s += fmt.Sprintf(", model fake %.2f ms", float64(model)/n/1e6)
+	}
+	if per > 0 {
+		s += fmt.Sprintf(" (two idle cores: about %.0f turns/s at this cost)", 2*float64(time.Second)/per)
+	}
+	return s
 }

@@ -27,6 +27,7 @@ func phaseA(dir, modelURL string, c config) error {
 	ctx := context.Background()
 	before := sampleDB(st.db)
 	stop := cpuProfile(c.cpuprofile)
+	cpu := startCPU(c.modelPID)
 	start := time.Now()
 	var wg sync.WaitGroup
 	var firstErr atomic.Pointer[error]
@@ -57,6 +58,7 @@ func phaseA(dir, modelURL string, c config) error {
 	fmt.Printf("\nphase a (saturation): %d conversations × %d messages = %d turns in %v\n", c.convs, c.per, want, wall.Round(time.Millisecond))
 	fmt.Printf("  throughput          %8.0f turns/s   (target ≥ 2000 with -model proc)\n", float64(want)/wall.Seconds())
 	fmt.Printf("  intake only         %8.0f msgs/s    (all messages acknowledged after %v)\n", float64(want)/intake.Seconds(), intake.Round(time.Millisecond))
+	fmt.Printf("  %s\n", cpu.per(want))
 	fmt.Printf("  %s\n", perTurn(before, after, want))
 	fmt.Printf("      (includes creating the %d conversations: %.1f turns each)\n", c.convs, float64(c.per))
 	fmt.Printf("  memory after: %s\n", sampleMem())
@@ -99,6 +101,7 @@ func phaseB(dir, modelURL string, c config) error {
 	tr.arm(n)
 	before := sampleDB(st.db)
 	sent0, _ := ad.counts()
+	cpu := startCPU(c.modelPID)
 	interval := time.Duration(float64(time.Second) / c.rate)
 	start := time.Now()
 	var errs atomic.Int64
@@ -145,6 +148,7 @@ func phaseB(dir, modelURL string, c config) error {
 	row("end to end (inbound → send)", r.total)
 	fmt.Printf("  target: p99 ≤ 5ms for each part\n")
 	fmt.Printf("  %s\n", perTurn(before, after, n))
+	fmt.Printf("  %s\n", cpu.per(n))
 	fmt.Printf("  memory after: %s\n", sampleMem())
 	return nil
 }

@@ -81,6 +81,7 @@ func phaseIdle(dir, modelURL string, c config) error {
 	fresh := settle(0)
 	base := fresh.Goroutines
 	db0 := sampleDB(st.db)
+	cpu := startCPU(c.modelPID)
 	start := time.Now()
 	if _, err := inject(ctx, ad, 1, c.idle, c.parallel, func(c int) string { return "hello " + strconv.Itoa(c) }); err != nil {
 		return err
@@ -98,6 +99,7 @@ func phaseIdle(dir, modelURL string, c config) error {
 		mib(idle.RSS-fresh.RSS), mib(idle.Heap-fresh.Heap), idle.Goroutines-fresh.Goroutines)
 	fmt.Printf("  %s\n", perTurn(db0, db1, c.idle))
 	fmt.Printf("      (first turns: each creates and binds its conversation)\n")
+	fmt.Printf("  %s\n", cpu.per(c.idle))
 	return nil
 }
 
@@ -115,6 +117,7 @@ func phasePark(dir, modelURL string, c config) error {
 	fresh := settle(0)
 	db0 := sampleDB(st.db)
 	stop := cpuProfile(c.cpuprofile)
+	cpu := startCPU(c.modelPID)
 	start := time.Now()
 	intake, err := inject(ctx, ad, 0, c.park, c.parallel, func(c int) string { return "ask " + strconv.Itoa(c) })
 	if err != nil {
@@ -142,6 +145,7 @@ func phasePark(dir, modelURL string, c config) error {
 	fmt.Printf("  all parked:   %s   (target RSS ≤ 100 MiB)\n", held)
 	fmt.Printf("  %s\n", perTurn(db0, db1, c.park))
 	fmt.Printf("      (each: a new conversation, its turn, the approval, its buttons and message)\n")
+	fmt.Printf("  %s (per ask)\n", cpu.per(c.park))
 	st.close()
 
 	// A restart: a fresh process opens the data and decides a sample.
