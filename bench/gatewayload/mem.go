@@ -101,7 +101,6 @@ func cpuTime(pid int) time.Duration {
 // cpuMeter measures the CPU this process and the model's used.
 type cpuMeter struct {
 	modelPID         int
-	self, model      time.Duration
 	startSelf, start time.Duration
 }
 
