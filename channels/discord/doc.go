@@ -62,4 +62,11 @@
 // others for commands and OnAction; all of them end before Start returns.
 // discordgo's own reading and heartbeat goroutines end when the session is
 // closed, which Start does before returning.
+//
+// Memory: nothing grows with the number of chats. Channel facts (4,096)
+// and DM channels by user (10,000) start over when full; the received log
+// keeps the last 20,000 message ids and the newest id per channel (20,000,
+// then it starts over and catch-up falls back to its window); interaction
+// tokens expire after 15 minutes; exhausted rate-limit buckets are kept
+// while they last (past 4,096, the expired ones go).
 package discord
