@@ -31,8 +31,8 @@
 // transactions end to end; Stats counts them by method. System prompts are
 // stored once per distinct text (prompts.go).
 //
-// Memory: besides sqlite's page cache per connection (its default, 2 MiB,
-// on one writer and at most four readers), a DB keeps the prepared hot
+// Memory: besides sqlite's page cache per connection (512 KiB on one
+// writer and at most two readers), a DB keeps the prepared hot
 // statements and a cache of settings reads (at most 1,024 scopes, each
 // reused for a second). Nothing grows with the data.
 package store

@@ -52,6 +52,7 @@ type config struct {
 	park       int
 	decide     int
 	parallel   int
+	idleWait   time.Duration
 	data       string
 	csv        string
 	cpuprofile string
@@ -70,6 +71,7 @@ func main() {
 	flag.IntVar(&c.park, "park", 100000, "conversations that park an approval (phase park)")
 	flag.IntVar(&c.decide, "decide", 100, "parked approvals decided after the restart (phase park)")
 	flag.IntVar(&c.parallel, "parallel", 128, "messages in flight at once (phases idle, park)")
+	flag.DurationVar(&c.idleWait, "idle-for", 30*time.Second, "how long the conversations stay idle before phase idle samples memory")
 	flag.StringVar(&c.data, "data", "", "data directory to keep (default: a temporary one, removed)")
 	flag.StringVar(&c.csv, "csv", "", "write the soak's samples to this CSV file")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of phase a (or park) to this file")

@@ -15,8 +15,10 @@ import (
 // memSample is this process's memory at one instant.
 type memSample struct {
 	RSS        int64 // VmRSS
+	Anon, File int64 // RssAnon; RssFile + RssShmem (the program's pages, sqlite's shared WAL index)
 	Heap       int64 // live heap (HeapAlloc) right after a GC
 	HeapSys    int64 // heap memory obtained from the OS (HeapSys - HeapReleased)
+	GoSys      int64 // everything the Go runtime holds (Sys - HeapReleased): the rest of RSS is sqlite's memory and the program's pages
 	Goroutines int
 }
 
@@ -27,21 +29,28 @@ func sampleMem() memSample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	rss, _ := vmRSS(os.Getpid())
-	return memSample{RSS: rss, Heap: int64(ms.HeapAlloc), HeapSys: int64(ms.HeapSys - ms.HeapReleased), Goroutines: runtime.NumGoroutine()}
+	anon, _ := procStatus(os.Getpid(), "RssAnon:")
+	file, _ := procStatus(os.Getpid(), "RssFile:")
+	shm, _ := procStatus(os.Getpid(), "RssShmem:")
+	return memSample{RSS: rss, Anon: anon, File: file + shm, Heap: int64(ms.HeapAlloc), HeapSys: int64(ms.HeapSys - ms.HeapReleased),
+		GoSys: int64(ms.Sys - ms.HeapReleased), Goroutines: runtime.NumGoroutine()}
 }
 
 func (m memSample) String() string {
-	return fmt.Sprintf("RSS %.1f MiB, heap %.1f MiB live (%.1f MiB held), %d goroutines", mib(m.RSS), mib(m.Heap), mib(m.HeapSys), m.Goroutines)
+	return fmt.Sprintf("RSS %.1f MiB (anonymous %.1f: Go runtime %.1f; file %.1f), heap %.1f MiB live (%.1f MiB held), %d goroutines", mib(m.RSS), mib(m.Anon), mib(m.GoSys), mib(m.File), mib(m.Heap), mib(m.HeapSys), m.Goroutines)
 }
 
 // vmRSS reads the resident set size of a process from /proc (Linux).
-func vmRSS(pid int) (int64, error) {
+func vmRSS(pid int) (int64, error) { return procStatus(pid, "VmRSS:") }
+
+// procStatus reads one "kB" field of /proc/PID/status, in bytes.
+func procStatus(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(v)
 			if len(f) == 2 && f[1] == "kB" {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
@@ -49,7 +58,7 @@ func vmRSS(pid int) (int64, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // dbSample is the store's counters and size at one instant.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -62,8 +63,9 @@ func inject(ctx context.Context, ad *adapter, from, n, parallel int, text func(c
 }
 
 // phaseIdle: a fresh gateway (one warm-up conversation, so the code paths
-// are paged in), then -idle conversations one message each; memory once
-// they went idle, above the fresh start.
+// are paged in), then -idle conversations one message each, twice; memory
+// once they went idle, above the fresh start, and what the second batch
+// added to the first (the cost per idle conversation, if any).
 func phaseIdle(dir, modelURL string, c config) error {
 	ad := newAdapter(false)
 	st, err := newStack(dir, ad, stackOptions{modelURL: modelURL})
@@ -79,27 +81,62 @@ func phaseIdle(dir, modelURL string, c config) error {
 		return err
 	}
 	fresh := settle(0)
-	base := fresh.Goroutines
-	db0 := sampleDB(st.db)
-	cpu := startCPU(c.modelPID)
-	start := time.Now()
-	if _, err := inject(ctx, ad, 1, c.idle, c.parallel, func(c int) string { return "hello " + strconv.Itoa(c) }); err != nil {
+	fmt.Printf("\nphase idle: conversations that get one message each and go idle (%d in flight)\n", c.parallel)
+	fmt.Printf("  fresh start:        %s\n", fresh)
+	// Warm: a few hundred turns grow the pools that stay (sqlite's page
+	// caches and statements per connection, the runtime's stacks and GC
+	// metadata) to their working size.
+	const warm = 500
+	if _, err := inject(ctx, ad, 1, warm, c.parallel, func(c int) string { return "warm " + strconv.Itoa(c) }); err != nil {
 		return err
 	}
-	if err := ad.waitSent(ctx, 1+c.idle, 10*time.Minute); err != nil {
+	if err := ad.waitSent(ctx, 1+warm, 5*time.Minute); err != nil {
 		return err
 	}
-	wall := time.Since(start)
-	idle := settle(base)
-	db1 := sampleDB(st.db)
-	fmt.Printf("\nphase idle: %d conversations, one message each, in %v (%.0f turns/s with %d in flight)\n", c.idle, wall.Round(time.Millisecond), float64(c.idle)/wall.Seconds(), c.parallel)
-	fmt.Printf("  fresh start:  %s\n", fresh)
-	fmt.Printf("  all idle:     %s\n", idle)
-	fmt.Printf("  cost of the idle conversations: RSS %+.1f MiB (target ≤ 5 MiB), heap %+.1f MiB, goroutines %+d\n",
-		mib(idle.RSS-fresh.RSS), mib(idle.Heap-fresh.Heap), idle.Goroutines-fresh.Goroutines)
-	fmt.Printf("  %s\n", perTurn(db0, db1, c.idle))
-	fmt.Printf("      (first turns: each creates and binds its conversation)\n")
-	fmt.Printf("  %s\n", cpu.per(c.idle))
+	time.Sleep(c.idleWait)
+	st.transport.CloseIdleConnections()
+	settle(fresh.Goroutines)
+	debug.FreeOSMemory()
+	warmed := sampleMem()
+	fmt.Printf("  after %d turns:     %s   (idle %v, after debug.FreeOSMemory)\n", warm, warmed, c.idleWait)
+	var idle [2]memSample
+	for round := range 2 {
+		db0 := sampleDB(st.db)
+		cpu := startCPU(c.modelPID)
+		start := time.Now()
+		from := 1 + warm + round*c.idle
+		if _, err := inject(ctx, ad, from, c.idle, c.parallel, func(c int) string { return "hello " + strconv.Itoa(c) }); err != nil {
+			return err
+		}
+		if err := ad.waitSent(ctx, from+c.idle, 10*time.Minute); err != nil {
+			return err
+		}
+		wall := time.Since(start)
+		db1 := sampleDB(st.db)
+		settle(fresh.Goroutines)
+		// Idle for a while. The model's idle connections would close
+		// after 90s; they are closed now, so every sample is alike.
+		time.Sleep(c.idleWait)
+		st.transport.CloseIdleConnections()
+		idle[round] = settle(fresh.Goroutines)
+		freed := idle[round]
+		debug.FreeOSMemory()
+		freed = sampleMem()
+		n := (round + 1) * c.idle
+		fmt.Printf("  %6d idle, %v later: %s\n", n, c.idleWait, idle[round])
+		fmt.Printf("                  freed: %s   (after debug.FreeOSMemory: what the runtime returns in time)\n", freed)
+		fmt.Printf("    %d turns in %v (%.0f turns/s); %s\n", c.idle, wall.Round(time.Millisecond), float64(c.idle)/wall.Seconds(), cpu.per(c.idle))
+		fmt.Printf("    %s\n", perTurn(db0, db1, c.idle))
+		fmt.Printf("      (first turns: each creates and binds its conversation)\n")
+		idle[round] = freed
+	}
+	fmt.Printf("  cost of %d idle conversations above the fresh start: RSS %+.1f MiB (target ≤ 5 MiB), live heap %+.1f MiB, goroutines %+d\n",
+		c.idle, mib(idle[0].RSS-fresh.RSS), mib(idle[0].Heap-fresh.Heap), idle[0].Goroutines-fresh.Goroutines)
+	fmt.Printf("    of which the pools' growth in the first %d turns: RSS %+.1f MiB; the %d conversations after them: RSS %+.1f MiB\n",
+		warm, mib(warmed.RSS-fresh.RSS), c.idle, mib(idle[0].RSS-warmed.RSS))
+	fmt.Printf("  what %d more added: RSS %+.1f MiB (%+.0f B each), live heap %+.2f MiB (%+.0f B each)\n", c.idle,
+		mib(idle[1].RSS-idle[0].RSS), float64(idle[1].RSS-idle[0].RSS)/float64(c.idle),
+		mib(idle[1].Heap-idle[0].Heap), float64(idle[1].Heap-idle[0].Heap)/float64(c.idle))
 	return nil
 }
 

@@ -33,8 +33,10 @@ type stack struct {
 	db    *store.DB
 	gw    *gateway.Gateway
 	model *fakemodel.Server // nil when the model runs in another process
-	stop  context.CancelFunc
-	done  chan error
+	// transport is the provider's, to close its idle connections.
+	transport *http.Transport
+	stop      context.CancelFunc
+	done      chan error
 }
 
 // stackOptions say how to build a stack.
@@ -69,6 +71,7 @@ func newStack(dir string, ad *adapter, o stackOptions) (*stack, error) {
 	// ends.
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 256
+	s.transport = base
 	tr := &endTransport{base: base, onEnd: o.onEnd}
 	red := sandbox.NewRedactor()
 	ag := agentcore.New(agentcore.Config{
