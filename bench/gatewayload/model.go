@@ -29,6 +29,8 @@ func startModel(dir string) (*modelProc, error) {
 	}
 	cmd := exec.Command(bin, "-mode", "load")
 	cmd.Stderr = os.Stderr
+	// It dies with this process, however this one ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

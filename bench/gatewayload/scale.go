@@ -226,7 +226,8 @@ func phaseDecide(dir, modelURL string, c config) error {
 	var pending, withPost, withButtons int
 	err = raw.QueryRowContext(ctx, `SELECT COUNT(*),
 		COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM approval_posts p WHERE p.approval_id = a.id)),
-		COUNT(*) FILTER (WHERE (SELECT COUNT(*) FROM buttons b WHERE b.approval_id = a.id) >= 2)
+		COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM buttons b WHERE b.approval_id = a.id AND b.action = 'approve')
+			AND EXISTS (SELECT 1 FROM buttons b WHERE b.approval_id = a.id AND b.action = 'deny'))
 		FROM approvals a WHERE a.state = 'pending'`).Scan(&pending, &withPost, &withButtons)
 	if err != nil {
 		return err

@@ -1,4 +1,5 @@
--- 0006: identical system prompts are stored once. A conversation names its
+-- 0006: identical system prompts are stored once, and buttons are found by
+-- their approval without a scan. A conversation names its
 -- compiled prompt by the hex SHA-256 of the text (prompt_hash); the text
 -- lives in prompts, one row per distinct prompt, however many conversations
 -- share it (a 2.6 KB preset was stored again for every conversation). The
@@ -11,3 +12,8 @@ CREATE TABLE prompts (
 ) STRICT, WITHOUT ROWID;
 
 ALTER TABLE conversations ADD COLUMN prompt_hash TEXT NOT NULL DEFAULT '';
+
+-- Buttons are looked up by their approval (ApprovalButtons: history's
+-- cards, the Stop button a conversation reuses): without an index each
+-- lookup read every button ever made.
+CREATE INDEX buttons_by_approval ON buttons(approval_id);
