@@ -15,7 +15,8 @@
 // returns.
 //
 // Writes: a plain text turn is four write transactions end to end — the
-// intake's Enqueue, the turn's start (TakeItem: the item's attempt with the
+// intake's Enqueue (EnqueueNew for a chat's first message: its
+// conversation and binding in the same write), the turn's start (TakeItem: the item's attempt with the
 // conversation's lease), its end (FinishTurn: the agent core's records, the
 // item done, the reply and the asks' messages in the outbox, the parked
 // message, the lease released) and the delivery (MarkSent); see turnhost.go.

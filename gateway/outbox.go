@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
@@ -29,7 +30,15 @@ type outbox struct {
 	env  *env
 	wake chan struct{}
 	d    *delivery
+	// known is the newest item id handed to delivery: the poll for other
+	// processes' items need not scan for this process's own.
+	known atomic.Int64
 }
+
+// scanEvery is how often the loop scans without a reason to, in ticks: so
+// an item another process wrote (whose id this process's own newer ones
+// hid from the poll) waits at most a second.
+const scanEvery = 2
 
 func newOutbox(e *env) *outbox {
 	return &outbox{env: e, wake: make(chan struct{}, 1), d: &delivery{locs: map[string]*locQueue{}, sem: make(chan struct{}, outboxParallel)}}
@@ -105,14 +114,47 @@ func (o *outbox) run(ctx context.Context) {
 		d.mu.Unlock()
 		d.wg.Wait()
 	}()
-	for {
-		o.deliverDue(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-o.wake:
-		case <-tick.C:
+	limit := scanLimit
+	for ticks := 0; ; {
+		o.deliverDue(ctx, limit)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-o.wake:
+				limit = scanLimit
+			case <-tick.C:
+				// A scan reads the unsent items, also those being
+				// delivered: on a tick only when something waits for one
+				// (deferred items, a retry due now), else a short one
+				// every scanEvery ticks.
+				limit = scanLimit
+				if ticks++; !o.scanWanted() {
+					if ticks%scanEvery != 0 {
+						continue
+					}
+					limit = quietScanLimit
+				}
+			}
+			break
 		}
+	}
+}
+
+// scanWanted reports whether items wait for a scan: deferred locations, or
+// a retry whose time has come.
+func (o *outbox) scanWanted() bool {
+	d := o.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.deferred) > 0 || d.flooded != 0 || (!d.retryAt.IsZero() && !o.env.now().Before(d.retryAt))
+}
+
+// noticed is told the newest outbox id in the store (the poll for other
+// processes' items): a scan runs only when it is not this process's own.
+func (o *outbox) noticed(id int64) {
+	if id > o.known.Load() {
+		o.kick()
 	}
 }
 
@@ -139,6 +181,9 @@ type delivery struct {
 	// the order they came; queued counts the items all queues hold.
 	waiting []string
 	queued  int
+	// retryAt is the earliest retry this process scheduled since the last
+	// scan (zero: none).
+	retryAt time.Time
 }
 
 // maxDeferred bounds the locations remembered as deferred; maxQueued the
@@ -149,8 +194,12 @@ const (
 	maxQueued   = 4096
 )
 
-// scanLimit is how many due items one scan reads.
-const scanLimit = 500
+// scanLimit is how many due items one scan reads; quietScanLimit, one
+// scan without a reason.
+const (
+	scanLimit      = 500
+	quietScanLimit = 50
+)
 
 // locQueue is what one location's goroutine has still to deliver.
 type locQueue struct {
@@ -166,6 +215,18 @@ func (q *locQueue) add(items []Outbound) {
 	}
 }
 
+// handled records the newest id handed to delivery (see outbox.known).
+func (o *outbox) handled(items []Outbound) {
+	for _, it := range items {
+		for {
+			k := o.known.Load()
+			if it.ID <= k || o.known.CompareAndSwap(k, it.ID) {
+				break
+			}
+		}
+	}
+}
+
 // offer delivers items (stored, with their ids) now: each location's are
 // added to its goroutine, or one is started. Items that find no free slot
 // are left to a scan, and so are later items of their location.
@@ -173,6 +234,7 @@ func (o *outbox) offer(items []Outbound) {
 	if len(items) == 0 {
 		return
 	}
+	o.handled(items)
 	d := o.d
 	rest := false
 	d.mu.Lock()
@@ -297,18 +359,23 @@ func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
 // deliverDue scans the due items and hands each location's to its
 // goroutine; a location being delivered already gets a scan when it is
 // done, so nothing it has not been handed waits for the next tick.
-func (o *outbox) deliverDue(ctx context.Context) {
+func (o *outbox) deliverDue(ctx context.Context, limit int) {
 	d := o.d
 	d.mu.Lock()
 	seen := d.seq // deferrals up to here are in what the scan reads
+	now := o.env.now().UTC()
+	if !d.retryAt.IsZero() && !now.Before(d.retryAt) {
+		d.retryAt = time.Time{}
+	}
 	d.mu.Unlock()
-	items, err := o.env.opts.Store.DueOutbound(ctx, o.env.channels, o.env.now().UTC(), scanLimit)
+	items, err := o.env.opts.Store.DueOutbound(ctx, o.env.channels, now, limit)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.env.log.Error("read outbox", "err", err)
 		}
 		return
 	}
+	o.handled(items)
 	var order []string
 	byLoc := map[string][]Outbound{}
 	for _, it := range items {
@@ -327,7 +394,7 @@ func (o *outbox) deliverDue(ctx context.Context) {
 	}
 	// Only a scan that read every due item knows a location's whole
 	// backlog; after a partial one the deferrals stay.
-	complete := len(items) < scanLimit
+	complete := len(items) < limit
 	handedAll := true
 	for _, loc := range order {
 		if q, busy := d.locs[loc]; busy {
@@ -398,7 +465,7 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 				return true
 			}
 			if !orig.Sent {
-				_ = st.Retry(ctx, it.ID, o.env.now().Add(time.Second), "waiting for the message to be sent", false)
+				o.retryLater(ctx, it.ID, o.env.now().Add(time.Second), "waiting for the message to be sent")
 				return false
 			}
 			target = orig.MessageID
@@ -473,6 +540,18 @@ func (o *outbox) failed(ctx context.Context, it Outbound, err error) bool {
 		_ = st.Retry(context.WithoutCancel(ctx), it.ID, time.Time{}, err.Error(), true)
 		return true
 	}
-	_ = st.Retry(context.WithoutCancel(ctx), it.ID, o.env.now().Add(wait), err.Error(), false)
+	o.retryLater(context.WithoutCancel(ctx), it.ID, o.env.now().Add(wait), err.Error())
 	return false
+}
+
+// retryLater schedules an item's next attempt and makes the loop scan when
+// it comes due.
+func (o *outbox) retryLater(ctx context.Context, id int64, at time.Time, why string) {
+	_ = o.env.opts.Store.Retry(ctx, id, at, why, false)
+	d := o.d
+	d.mu.Lock()
+	if d.retryAt.IsZero() || at.Before(d.retryAt) {
+		d.retryAt = at
+	}
+	d.mu.Unlock()
 }

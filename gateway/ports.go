@@ -292,6 +292,14 @@ type Turns interface {
 	// FinishTurn stores e in one transaction (e.Turn with
 	// agentcore.TurnStore.CommitTurn's semantics).
 	FinishTurn(ctx context.Context, e TurnEnd) (Finished, error)
+	// EnqueueNew is Enqueue (same dedupe semantics) for a message to a
+	// location that was not bound: in the same transaction it creates
+	// conv (with its agent) and binds b.Location to it, so a new
+	// conversation's first message is one write. When the location was
+	// bound meanwhile, the item goes to that binding's conversation and
+	// conv is not created; when the dedupe key was seen, nothing is
+	// stored. It returns the binding the item went to.
+	EnqueueNew(ctx context.Context, conv agentcore.Conversation, b Binding, it Item, dedupeKey string, dedupeTTL time.Duration) (Binding, int64, bool, error)
 }
 
 // Finished is what FinishTurn stored.

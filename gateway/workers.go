@@ -239,7 +239,7 @@ func (ws *workers) recover(ctx context.Context) error {
 // queued for this process's channels (a decision made from another
 // process's page, a `switchboard approvals approve`), within about one
 // PollInterval.
-func (ws *workers) pollLoop(ctx context.Context, kickOutbox func()) {
+func (ws *workers) pollLoop(ctx context.Context, outboxAt func(newest int64)) {
 	st := ws.env.opts.Store
 	lastQ, lastO, _ := st.LatestIDs(ctx)
 	tick := time.NewTicker(ws.env.opts.PollInterval)
@@ -262,7 +262,7 @@ func (ws *workers) pollLoop(ctx context.Context, kickOutbox func()) {
 		}
 		if o != lastO {
 			lastO = o
-			kickOutbox()
+			outboxAt(o)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
@@ -136,18 +135,34 @@ func (db *DB) queryApprovals(ctx context.Context, query string, args ...any) ([]
 // of the conversation's when callIDs is empty), keyed by tool call id.
 // Should a call have several approvals, the latest created wins.
 func (db *DB) ConversationApprovals(ctx context.Context, conversationID string, callIDs []string) (map[string]agentcore.Approval, error) {
-	query := `SELECT ` + approvalColumns + ` FROM approvals WHERE conversation_id = ?`
-	args := []any{conversationID}
-	if len(callIDs) > 0 {
-		query += ` AND tool_call_id IN (?` + strings.Repeat(`, ?`, len(callIDs)-1) + `)`
-		for _, id := range callIDs {
-			args = append(args, id)
+	var as []agentcore.Approval
+	if len(callIDs) == 0 {
+		var err error
+		as, err = db.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE conversation_id = ? ORDER BY created, rowid`, conversationID)
+		if err != nil {
+			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
 		}
 	}
-	query += ` ORDER BY created, rowid`
-	as, err := db.queryApprovals(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+	// Point lookups by a prepared statement (a step asks about its own few
+	// calls, twice): in created order per call, so the latest wins below.
+	for _, id := range callIDs {
+		rows, err := db.stmts.callApprovals.QueryContext(ctx, conversationID, id)
+		if err != nil {
+			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+		}
+		for rows.Next() {
+			a, err := scanApproval(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+			}
+			as = append(as, a)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+		}
 	}
 	byCall := make(map[string]agentcore.Approval, len(as))
 	for _, a := range as {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/gateway"
 )
 
@@ -118,4 +119,70 @@ func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) (gateway.Finish
 		return fail(err)
 	}
 	return gateway.Finished{Messages: b.msgs.out, Outbound: ids}, nil
+}
+
+// EnqueueNew enqueues the first message of an unbound location with its
+// new conversation and binding, in one transaction (gateway.Turns).
+func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gateway.Binding, it gateway.Item, dedupeKey string, dedupeTTL time.Duration) (gateway.Binding, int64, bool, error) {
+	if conv.ID == "" || conv.AgentID == "" || b.Location == "" || it.Kind == "" {
+		return b, 0, false, fmt.Errorf("enqueue new: conversation (%q of %q), location (%q) and kind (%q) are required", conv.ID, conv.AgentID, b.Location, it.Kind)
+	}
+	if dedupeKey != "" && dedupeTTL <= 0 {
+		return b, 0, false, fmt.Errorf("enqueue new at %s: dedupe key %q with non-positive ttl %v", b.Location, dedupeKey, dedupeTTL)
+	}
+	t := now()
+	if conv.Created.IsZero() {
+		conv.Created = t
+	}
+	if conv.Updated.IsZero() {
+		conv.Updated = conv.Created
+	}
+	if b.Created.IsZero() {
+		b.Created = t
+	}
+	var (
+		used     gateway.Binding
+		id       int64
+		enqueued bool
+	)
+	err := db.write(ctx, "EnqueueNew", func(tx *sql.Tx) error {
+		used, id, enqueued = b, 0, false
+		if dedupeKey != "" {
+			fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
+			if err != nil || !fresh {
+				return err
+			}
+		}
+		var created int64
+		err := tx.QueryRowContext(ctx, qBinding, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
+		switch {
+		case err == nil:
+			used.Created = fromNanos(created) // bound meanwhile: that conversation
+		case errors.Is(err, sql.ErrNoRows):
+			used = b
+			used.ConversationID, used.AgentID = conv.ID, conv.AgentID
+			if err := ensureAgent(ctx, tx, conv.AgentID); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations
+				(id, agent_id, created, updated, system_prompt, prompt_revision) VALUES (?, ?, ?, ?, '', '')`,
+				conv.ID, conv.AgentID, nanos(conv.Created), nanos(conv.Updated)); err != nil {
+				return fmt.Errorf("create conversation %s: %w", conv.ID, err)
+			}
+			if _, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
+				used.Location, used.AgentID, used.ConversationID, nanos(used.Created)); err != nil {
+				return fmt.Errorf("bind: %w", err)
+			}
+		default:
+			return err
+		}
+		it.ConversationID, it.AgentID = used.ConversationID, used.AgentID
+		id, err = db.insertItem(ctx, tx, it, t)
+		enqueued = err == nil
+		return err
+	})
+	if err != nil {
+		return b, 0, false, fmt.Errorf("enqueue the first message at %s: %w", b.Location, err)
+	}
+	return used, id, enqueued, nil
 }

@@ -53,6 +53,7 @@ func TestPromptMigrationMovesPrompts(t *testing.T) {
 	for _, q := range []string{
 		`DELETE FROM schema_migrations WHERE name LIKE '%_prompts.sql'`,
 		`DROP TABLE prompts`,
+		`DROP INDEX buttons_by_approval`,
 		`ALTER TABLE conversations DROP COLUMN prompt_hash`,
 		`UPDATE conversations SET system_prompt = 'old prompt', prompt_revision = 'r0' WHERE id IN ('c1', 'c2')`,
 		`UPDATE conversations SET system_prompt = 'other prompt' WHERE id = 'c3'`,

@@ -64,6 +64,7 @@ type stmts struct {
 	approvalPosts   *sql.Stmt
 	approvalButtons *sql.Stmt
 	agentRules      *sql.Stmt
+	callApprovals   *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -120,6 +121,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.approvalPosts, qApprovalPosts},
 		{r, &s.approvalButtons, qApprovalButtons},
 		{r, &s.agentRules, `SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`},
+		{r, &s.callApprovals, `SELECT ` + approvalColumns + ` FROM approvals WHERE conversation_id = ? AND tool_call_id = ? ORDER BY created, rowid`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {

@@ -119,9 +119,8 @@ func phaseIdle(dir, modelURL string, c config) error {
 		time.Sleep(c.idleWait)
 		st.transport.CloseIdleConnections()
 		idle[round] = settle(fresh.Goroutines)
-		freed := idle[round]
 		debug.FreeOSMemory()
-		freed = sampleMem()
+		freed := sampleMem()
 		n := (round + 1) * c.idle
 		fmt.Printf("  %6d idle, %v later: %s\n", n, c.idleWait, idle[round])
 		fmt.Printf("                  freed: %s   (after debug.FreeOSMemory: what the runtime returns in time)\n", freed)

@@ -49,6 +49,7 @@ func TestStore(t *testing.T, open func(t *testing.T) gateway.Store) {
 		{"TakeItem", testTakeItem},
 		{"FinishTurn", testFinishTurn},
 		{"FinishTurnAtomic", testFinishTurnAtomic},
+		{"EnqueueNew", testEnqueueNew},
 		{"LatestIDs", testLatestIDs},
 		{"Settings", testSettings},
 		{"DecideAndResume", testDecideAndResume},

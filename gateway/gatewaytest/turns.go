@@ -1,6 +1,7 @@
 package gatewaytest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -126,4 +127,48 @@ func testFinishTurnAtomic(t *testing.T, s gateway.Store) {
 	check(t, "Pending after FinishTurn without the lease", pending(t, s, b), []gateway.Item{{
 		ID: it2.ID, ConversationID: it2.ConversationID, AgentID: it2.AgentID, Kind: it2.Kind, Location: it2.Location,
 		Channel: it2.Channel, Payload: it2.Payload, Created: it2.Created, Attempts: 1}})
+}
+
+// testEnqueueNew: a location's first message, its new conversation and
+// the binding are one write; a location bound meanwhile keeps its
+// conversation; a duplicate stores nothing.
+func testEnqueueNew(t *testing.T, s gateway.Store) {
+	ctx := t.Context()
+	loc := "telegram:" + newID("chat")
+	conv := agentcore.Conversation{ID: newID("conv"), AgentID: "main"}
+	it := newItem("", 1)
+	it.Location = loc
+	b, id, ok, err := s.EnqueueNew(ctx, conv, gateway.Binding{Location: loc, AgentID: "main", ConversationID: conv.ID}, it, "telegram:"+newID("ev"), time.Hour)
+	if err != nil || !ok || id == 0 || b.ConversationID != conv.ID {
+		t.Fatalf("EnqueueNew = %+v, %d, %v, %v; want the item in %s", b, id, ok, err, conv.ID)
+	}
+	got, err := s.Binding(ctx, loc)
+	if err != nil || got.ConversationID != conv.ID {
+		t.Fatalf("Binding = %+v, %v; want %s", got, err, conv.ID)
+	}
+	if p := pending(t, s, conv.ID); len(p) != 1 || p[0].ID != id {
+		t.Fatalf("Pending = %+v, want the item", p)
+	}
+	// Bound meanwhile: the item goes to the bound conversation.
+	other := agentcore.Conversation{ID: newID("conv"), AgentID: "main"}
+	key := "telegram:" + newID("ev")
+	b2, id2, ok, err := s.EnqueueNew(ctx, other, gateway.Binding{Location: loc, AgentID: "main", ConversationID: other.ID}, it, key, time.Hour)
+	if err != nil || !ok || b2.ConversationID != conv.ID {
+		t.Fatalf("EnqueueNew on a bound location = %+v, %v, %v; want the item in %s", b2, ok, err, conv.ID)
+	}
+	if p := pending(t, s, conv.ID); len(p) != 2 || p[1].ID != id2 {
+		t.Fatalf("Pending = %+v, want both items", p)
+	}
+	if p := pending(t, s, other.ID); len(p) != 0 {
+		t.Errorf("the unused conversation got items: %+v", p)
+	}
+	// A duplicate: nothing stored.
+	fresh := "telegram:" + newID("chat")
+	_, _, ok, err = s.EnqueueNew(ctx, other, gateway.Binding{Location: fresh, AgentID: "main", ConversationID: other.ID}, it, key, time.Hour)
+	if err != nil || ok {
+		t.Fatalf("EnqueueNew of a seen event = %v, %v; want nothing enqueued", ok, err)
+	}
+	if _, err := s.Binding(ctx, fresh); !errors.Is(err, gateway.ErrNotFound) {
+		t.Errorf("a duplicate bound its location: %v", err)
+	}
 }
