@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,18 +92,30 @@ func runSoak(ctx context.Context, dir, modelURL string, o soakOptions) (soakResu
 	nextIdle := o.Active
 	stopSampling := make(chan struct{})
 	samplingDone := make(chan struct{})
+	// Goroutines come and go with the turns in flight: a sample keeps the
+	// fewest seen since the last one (every 20ms), the floor a leak
+	// would raise.
+	floor := math.MaxInt
 	sample := func() soakSample {
 		s, _ := ad.counts()
-		return soakSample{At: time.Since(start), Mem: sampleMem(), Turns: int64(s), Idle: idle.Load(), Asks: decided.Load(), DB: sampleDB(st.db).size}
+		m := sampleMem()
+		m.Goroutines = min(m.Goroutines, floor)
+		floor = math.MaxInt
+		return soakSample{At: time.Since(start), Mem: m, Turns: int64(s), Idle: idle.Load(), Asks: decided.Load(), DB: sampleDB(st.db).size}
 	}
 	go func() {
 		defer close(samplingDone)
 		t := time.NewTicker(o.Every)
 		defer t.Stop()
+		fast := time.NewTicker(20 * time.Millisecond)
+		defer fast.Stop()
 		for {
 			select {
 			case <-stopSampling:
 				return
+			case <-fast.C:
+				floor = min(floor, runtime.NumGoroutine())
+				continue
 			case <-t.C:
 			}
 			s := sample()
@@ -219,7 +232,7 @@ func writeSoakCSV(path string, samples []soakSample) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"seconds", "rss_mib", "heap_mib", "heap_held_mib", "goroutines", "sends", "idle_conversations", "asks_decided", "db_mib"})
+	_ = w.Write([]string{"seconds", "rss_mib", "heap_mib", "heap_held_mib", "goroutines_floor", "sends", "idle_conversations", "asks_decided", "db_mib"})
 	for _, s := range samples {
 		_ = w.Write([]string{
 			strconv.FormatFloat(s.At.Seconds(), 'f', 1, 64),
