@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -184,6 +185,8 @@ func (t *turn) adopt(stored []Message) {
 	for i, m := range stored {
 		byID[m.ID] = i
 	}
+	// A copy: views handed out earlier (a request's messages) keep theirs.
+	t.view = slices.Clone(t.view)
 	for i := len(t.view) - 1; i >= 0 && len(byID) > 0; i-- {
 		if j, ok := byID[t.view[i].ID]; ok {
 			t.view[i] = stored[j]
