@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
+	"github.com/switchboard-gw/switchboard/store"
 )
 
 // TestPlainTextTurnIsFourWrites pins the write budget of a plain text turn
@@ -20,14 +21,14 @@ func TestPlainTextTurnIsFourWrites(t *testing.T) {
 	h.send(inbound("e1", "alice", "first", dm))
 	waitText(t, h.chat, "one")
 	eventually(t, "the first reply marked sent", func() bool { return h.db.Stats().ByMethod["MarkSent"] >= 1 })
-	before := h.db.Stats()
+	before := settledStats(t, h.db)
 
 	h.send(inbound("e2", "alice", "second", dm))
 	waitText(t, h.chat, "two")
 	eventually(t, "the second reply marked sent", func() bool {
 		return h.db.Stats().ByMethod["MarkSent"] > before.ByMethod["MarkSent"]
 	})
-	after := h.db.Stats()
+	after := settledStats(t, h.db)
 	got := maps.Clone(after.ByMethod)
 	for k, v := range before.ByMethod {
 		if got[k] -= v; got[k] == 0 {
@@ -41,4 +42,20 @@ func TestPlainTextTurnIsFourWrites(t *testing.T) {
 	if n := after.Writes - before.Writes; n != 4 {
 		t.Errorf("%d write transactions committed, want 4", n)
 	}
+}
+
+// settledStats returns the store's counters once no write is in flight:
+// every write started (ByMethod) has committed or failed.
+func settledStats(t *testing.T, db *store.DB) store.Stats {
+	t.Helper()
+	var st store.Stats
+	eventually(t, "writes in flight to settle", func() bool {
+		st = db.Stats()
+		var started int64
+		for _, n := range st.ByMethod {
+			started += n
+		}
+		return started == st.Writes+st.FailedWrites
+	})
+	return st
 }
