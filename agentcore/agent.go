@@ -120,15 +120,20 @@ func (a *Agent) Tools() *Tools { return a.deps.Tools }
 
 // NewConversation creates an empty conversation of this agent.
 func (a *Agent) NewConversation(ctx context.Context) (Conversation, error) {
-	if err := a.deps.Store.EnsureAgent(ctx, a.cfg.ID); err != nil {
-		return Conversation{}, fmt.Errorf("register agent %s: %w", a.cfg.ID, err)
-	}
-	now := a.deps.Now().UTC()
-	c := Conversation{ID: "conv-" + randomID(8), AgentID: a.cfg.ID, Created: now, Updated: now}
+	// CreateConversation records the agent too (one write, not two).
+	c := a.ConversationRecord()
 	if err := a.deps.Store.CreateConversation(ctx, c); err != nil {
 		return Conversation{}, fmt.Errorf("create conversation: %w", err)
 	}
 	return c, nil
+}
+
+// ConversationRecord returns a new, empty conversation of this agent
+// without storing it, for a host that stores it together with its own
+// records (the gateway's first message of a chat).
+func (a *Agent) ConversationRecord() Conversation {
+	now := a.deps.Now().UTC()
+	return Conversation{ID: "conv-" + randomID(8), AgentID: a.cfg.ID, Created: now, Updated: now}
 }
 
 // Decide records a person's decision on an approval of this agent. It

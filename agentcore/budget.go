@@ -157,6 +157,18 @@ func messageChars(m Message) int {
 	return n
 }
 
+// fitsAnyway reports whether a request fits the window whatever the
+// calibration turns out to be (the estimate at maxCalibration), or there
+// is no window to fit.
+func fitsAnyway(cfg Config, system string, tools []ToolSpec, msgs []Message) bool {
+	b := newBudget(cfg)
+	if b.window <= 0 {
+		return true
+	}
+	b.ratio = maxCalibration
+	return b.requestTokens(system, tools, msgs) <= b.limit()
+}
+
 // initBudget prepares the turn's budget once, seeded from the last step of
 // the conversation whose request is still reconstructable: its assistant
 // message is in view and no compaction happened since.

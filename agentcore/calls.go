@@ -169,9 +169,9 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 		plans[i] = p
 	}
 	if len(asks) > 0 {
-		if err := st.CreateApprovals(ctx, asks); err != nil {
-			return TurnResult{}, false, fmt.Errorf("store approvals: %w", err)
-		}
+		// Stored with the turn's last write (the turn parks: nothing runs
+		// before it).
+		t.pending.Approvals = append(t.pending.Approvals, asks...)
 		for i := range asks {
 			t.em.emit(Event{Type: EventApprovalRequest, RunID: asst.RunID, ToolCallID: asks[i].ToolCallID, ToolName: asks[i].ToolName, Approval: &asks[i]})
 		}
@@ -331,50 +331,27 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) ([]T
 			p.result, p.outcome = ErrorResult("Permission denied at execution time: %s", dec.Reason), OutcomeDeniedPolicy
 		}
 	}
-	var batch []int
-	flush := func() {
-		var wg sync.WaitGroup
-		for _, i := range batch {
-			wg.Add(1)
-			go func(p *callPlan) {
-				defer wg.Done()
-				p.result = t.runOne(ctx, p)
-			}(&plans[i])
-		}
-		wg.Wait()
-		batch = batch[:0]
-	}
-	writes := map[string]bool{}
-	for i := range plans {
-		p := &plans[i]
-		if !p.run {
-			continue
-		}
+	// Each batch's calls are marked started, together with everything the
+	// turn has not stored yet (the step's assistant message first of all),
+	// in one write right before the batch runs.
+	ran := false
+	for _, batch := range t.batches(plans) {
 		// Recorded even when the turn's time is up, so that a limit reached
 		// between two batches ends the turn with a message, not a storage
 		// error; the call then reports "cancelled before it ran".
-		if err := t.a.deps.Store.MarkToolStarted(context.WithoutCancel(ctx), t.conv.ID, p.call.ID); err != nil {
+		for _, i := range batch {
+			t.pending.ToolStarted = append(t.pending.ToolStarted, plans[i].call.ID)
+		}
+		if _, err := t.flush(context.WithoutCancel(ctx)); err != nil {
 			return nil, fmt.Errorf("record tool start: %w", err)
 		}
-		res := p.tool.Resource(p.args, env)
-		switch res.Kind {
-		case ResourceExclusive:
-			flush()
-			clear(writes)
-			batch = append(batch, i)
-			flush()
-		case ResourceWrite:
-			if writes[res.Path] {
-				flush()
-				clear(writes)
-			}
-			writes[res.Path] = true
-			batch = append(batch, i)
-		default:
-			batch = append(batch, i)
+		ran = true
+		var wg sync.WaitGroup
+		for _, i := range batch {
+			wg.Go(func() { plans[i].result = t.runOne(ctx, &plans[i]) })
 		}
+		wg.Wait()
 	}
-	flush()
 
 	msgs := make([]Message, 0, len(plans))
 	of := make([]int, 0, len(plans)) // the plan of each message
@@ -429,9 +406,13 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) ([]T
 		last := &msgs[len(msgs)-1]
 		last.Parts = append(last.Parts, Part{Type: PartReminder, Text: rem})
 	}
-	stored, err := t.append(context.WithoutCancel(ctx), msgs...)
-	if err != nil {
-		return nil, err
+	stored := t.buffer(msgs...)
+	// Results of calls that ran are stored at once: a crash after this
+	// keeps what they did instead of "outcome unknown".
+	if ran {
+		if _, err := t.flush(context.WithoutCancel(ctx)); err != nil {
+			return nil, err
+		}
 	}
 	for j, m := range stored {
 		p := &plans[of[j]]
@@ -449,6 +430,46 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) ([]T
 		}
 	}
 	return parked, nil
+}
+
+// batches groups the calls to run by resource, in call order: reads run
+// together, writes to one path one after the other, exclusive calls alone.
+func (t *turn) batches(plans []callPlan) [][]int {
+	env := &t.a.deps.Env
+	var out [][]int
+	var cur []int
+	cut := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+			cur = nil
+		}
+	}
+	writes := map[string]bool{}
+	for i := range plans {
+		p := &plans[i]
+		if !p.run {
+			continue
+		}
+		res := p.tool.Resource(p.args, env)
+		switch res.Kind {
+		case ResourceExclusive:
+			cut()
+			clear(writes)
+			cur = append(cur, i)
+			cut()
+		case ResourceWrite:
+			if writes[res.Path] {
+				cut()
+				clear(writes)
+			}
+			writes[res.Path] = true
+			cur = append(cur, i)
+		default:
+			cur = append(cur, i)
+		}
+	}
+	cut()
+	return out
 }
 
 // runOne runs one call, committing memory when it wrote there.

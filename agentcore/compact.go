@@ -63,11 +63,11 @@ type compactPlan struct {
 // command). It takes the conversation's lease like Turn and returns ErrBusy
 // while another worker holds it.
 func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResult, error) {
-	conv, ctx, release, err := a.hold(ctx, conversationID)
+	conv, ctx, release, err := a.hold(ctx, conversationID, a.deps.Store.AcquireLease)
 	if err != nil {
 		return CompactResult{}, err
 	}
-	defer release()
+	defer release(true)
 	t := &turn{
 		a:    a.forConversation(ctx, conv.ID),
 		conv: conv,
@@ -87,6 +87,10 @@ func (a *Agent) Compact(ctx context.Context, conversationID string) (CompactResu
 	t.in.Speaker, t.in.Origin = reminderLine(lastReminder(view, contextReminderID), "speaker: "), reminderLine(lastReminder(view, contextReminderID), "channel: ")
 	res, stop, err := t.compact(ctx, view, compactAll)
 	if err != nil {
+		return res, err
+	}
+	// A prompt compiled just now is stored even when nothing was compacted.
+	if _, err := t.flush(ctx); err != nil {
 		return res, err
 	}
 	if !res.Compacted && stop == "" && ctx.Err() != nil {
@@ -119,6 +123,12 @@ func (t *turn) fitContext(ctx context.Context) (*TurnResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
 		}
+		if !t.bud.ready && fitsAnyway(t.a.cfg, t.conv.SystemPrompt, t.a.deps.Tools.Specs(), view) {
+			// Fits at the worst calibration: no need to read the runs
+			// that calibrate the estimate (most turns of most
+			// conversations).
+			return nil, nil
+		}
 		t.initBudget(ctx, view)
 		if t.bud.window <= 0 {
 			return nil, nil
@@ -150,6 +160,7 @@ func (t *turn) fitContext(ctx context.Context) (*TurnResult, error) {
 // cannot be trusted, so the calibration is raised and everything but the
 // pending input is compacted. A nil result means the step may be retried.
 func (t *turn) recoverOverflow(ctx context.Context, view []Message, estChars int, provErr error) (*TurnResult, error) {
+	t.initBudget(ctx, view) // fitContext may have skipped it
 	t.bud.overflowed(estChars)
 	_, stop, err := t.compact(ctx, view, compactAll)
 	if err != nil || stop != "" || ctx.Err() != nil {

@@ -50,8 +50,10 @@ const (
 func reminder(body string) string { return reminderOpen + body + reminderClose }
 
 // ensurePrompt compiles the conversation's system prompt once: preset plus
-// memory from HEAD. It is then sent byte-identical on every call until the
-// next recompile.
+// memory from HEAD. It is stored with the turn's first write and then sent
+// byte-identical on every call until the next recompile. (A turn that dies
+// before that write stored nothing a prompt belongs to: the next attempt
+// compiles it anew.)
 func (t *turn) ensurePrompt(ctx context.Context) error {
 	if t.conv.SystemPrompt != "" {
 		return nil
@@ -60,9 +62,7 @@ func (t *turn) ensurePrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.a.deps.Store.SetSystemPrompt(ctx, t.conv.ID, prompt, rev); err != nil {
-		return fmt.Errorf("store system prompt: %w", err)
-	}
+	t.pending.SystemPrompt, t.pending.PromptRevision = prompt, rev
 	t.conv.SystemPrompt, t.conv.PromptRevision = prompt, rev
 	return nil
 }

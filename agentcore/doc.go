@@ -35,4 +35,17 @@
 // calls of one step run concurrently where their resources allow (reads in
 // parallel, writes serialized per path, Bash and unknown tools alone) and
 // their results are appended in call order.
+//
+// Writes: a turn buffers its records (commit.go, TurnWrite) and stores them
+// in one write where they must be durable — before a batch of tool calls
+// runs (the calls on record first), right after tool results, before a
+// compaction, before steered messages are marked consumed — and at its end
+// with the lease's release; a host (Input.Host, TurnHost) folds its own
+// records into the first and last. A turn that dies before a write loses
+// only what the model said since the last one: the host reruns the input.
+//
+// Memory: nothing is kept per conversation between turns. An Agent holds
+// its configuration, the /mode and /model read at the latest turn, and the
+// provider's encoded tool specs (one per tool); a turn's view, budget and
+// pending records live only while it runs.
 package agentcore

@@ -100,6 +100,8 @@ type SearchHit struct {
 // in-context view (an ordered list of message ids).
 type Transcript interface {
 	EnsureAgent(ctx context.Context, agentID string) error
+	// CreateConversation stores a new conversation, recording its agent
+	// (EnsureAgent) in the same transaction.
 	CreateConversation(ctx context.Context, c Conversation) error
 	Conversation(ctx context.Context, id string) (Conversation, error)
 	// LatestConversation returns the agent's most recently updated
@@ -187,4 +189,5 @@ type Store interface {
 	Leases
 	Settings
 	Tasks
+	TurnStore
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 )
 
 // Defaults of OpenAIOptions.
@@ -74,8 +75,9 @@ type OpenAI struct {
 	baseURL string        // with defaults applied
 	idle    time.Duration // stream idle timeout, 0 for none
 	client  openai.Client // Options only: nothing read from the environment
-	// tools caches each tool spec's decoded definition: the specs are the
-	// same on every step, and decoding them was a tenth of a turn's CPU.
+	// tools caches each tool spec as the JSON it is sent as: the specs are
+	// the same on every step, and decoding them was a tenth of a turn's
+	// CPU (encoding them again, a twentieth).
 	tools sync.Map // string(name + "\x00" + parameters) → openai.ChatCompletionToolUnionParam
 }
 
@@ -238,11 +240,23 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		key := t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters)
 		tool, ok := p.tools.Load(key)
 		if !ok {
-			tool, _ = p.tools.LoadOrStore(key, openai.ChatCompletionFunctionTool(functionDefinition(t)))
+			tool, _ = p.tools.LoadOrStore(key, encodedTool(t))
 		}
 		params.Tools = append(params.Tools, tool.(openai.ChatCompletionToolUnionParam))
 	}
 	return params, nil
+}
+
+// encodedTool is the tool's parameter with its JSON encoded once: openai-go
+// sends an overridden param as its raw JSON.
+func encodedTool(t ToolSpec) openai.ChatCompletionToolUnionParam {
+	tool := openai.ChatCompletionFunctionTool(functionDefinition(t))
+	raw, err := json.Marshal(tool.OfFunction)
+	if err != nil {
+		return tool
+	}
+	fn := param.Override[openai.ChatCompletionFunctionToolParam](json.RawMessage(raw))
+	return openai.ChatCompletionToolUnionParam{OfFunction: &fn}
 }
 
 func functionDefinition(t ToolSpec) openai.FunctionDefinitionParam {

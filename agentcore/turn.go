@@ -63,6 +63,9 @@ type Input struct {
 	// Client, when set, is the host's client that can do tool work itself
 	// (an ACP editor); the agent's ClientRoute says which tools use it.
 	Client Client
+	// Host, when set, takes the lease and stores the turn's last records
+	// together with its own (see TurnHost); nil: the store directly.
+	Host TurnHost
 }
 
 // TurnResult is how a turn ended.
@@ -90,14 +93,21 @@ type TurnResult struct {
 // (ErrBusy when another worker holds it), settles calls left from an
 // earlier step, appends the input and steps the model until the agent
 // stops. A returned error means storage failed; model and tool failures end
-// the turn with StopError and a message in the result.
+// the turn with StopError and a message in the result. The turn's records
+// are stored in batches (TurnWrite): at the latest when it ends, through
+// in.Host when set.
 func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink Sink) (TurnResult, error) {
 	start := a.deps.Now()
-	conv, ctx, release, err := a.hold(ctx, conversationID)
+	host := in.Host
+	if host == nil {
+		host = storeHost{a.deps.Store}
+	}
+	conv, ctx, release, err := a.hold(ctx, conversationID, host.Begin)
 	if err != nil {
 		return TurnResult{}, err
 	}
-	defer release()
+	released := false
+	defer func() { release(!released) }()
 	if a.cfg.TurnTimeout > 0 {
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, a.cfg.TurnTimeout, turnTimeoutError{a.cfg.TurnTimeout})
@@ -123,13 +133,25 @@ func (a *Agent) Turn(ctx context.Context, conversationID string, in Input, sink 
 	res.Duration = a.deps.Now().Sub(start)
 	res.Text = a.deps.Env.Redactor.Redact(res.Text)
 	res.Error = a.deps.Env.Redactor.Redact(res.Error)
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	// The turn's last records, the lease's release and the host's own
+	// records are one write.
+	w := t.take()
+	w.Release = true
+	if _, err := host.Finish(context.WithoutCancel(ctx), w, res); err != nil {
+		return res, fmt.Errorf("finish the turn of %s: %w", conv.ID, err)
+	}
+	released = true
+	return res, nil
 }
 
-// hold loads a conversation of this agent and takes its lease (ErrBusy
-// when another worker holds it), renewing it until release is called. The
-// returned context ends when the lease is lost.
-func (a *Agent) hold(ctx context.Context, conversationID string) (Conversation, context.Context, func(), error) {
+// hold loads a conversation of this agent and takes its lease through
+// begin (ErrBusy when another worker holds it), renewing it until release
+// is called; release(true) also gives the lease up. The returned context
+// ends when the lease is lost.
+func (a *Agent) hold(ctx context.Context, conversationID string, begin func(context.Context, string, string, time.Duration) (bool, error)) (Conversation, context.Context, func(giveUp bool), error) {
 	st := a.deps.Store
 	conv, err := st.Conversation(ctx, conversationID)
 	if err != nil {
@@ -138,7 +160,7 @@ func (a *Agent) hold(ctx context.Context, conversationID string) (Conversation, 
 	if conv.AgentID != a.cfg.ID {
 		return Conversation{}, ctx, nil, fmt.Errorf("conversation %s belongs to agent %s, not %s", conversationID, conv.AgentID, a.cfg.ID)
 	}
-	ok, err := st.AcquireLease(ctx, conversationID, a.deps.Owner, a.cfg.LeaseTTL)
+	ok, err := begin(ctx, conversationID, a.deps.Owner, a.cfg.LeaseTTL)
 	if err != nil {
 		return Conversation{}, ctx, nil, fmt.Errorf("take lease on %s: %w", conversationID, err)
 	}
@@ -152,15 +174,17 @@ func (a *Agent) hold(ctx context.Context, conversationID string) (Conversation, 
 		defer wg.Done()
 		a.renewLease(ctx, conversationID, cancel)
 	}()
-	release := func() {
+	release := func(giveUp bool) {
 		cancel(nil)
 		wg.Wait()
-		_ = st.ReleaseLease(context.WithoutCancel(ctx), conversationID, a.deps.Owner)
+		if giveUp {
+			_ = st.ReleaseLease(context.WithoutCancel(ctx), conversationID, a.deps.Owner)
+		}
 	}
 	return conv, ctx, release, nil
 }
 
-var errLeaseLost = errors.New("lost the conversation's lease to another process")
+var errLeaseLost = ErrLeaseLost
 
 // turnTimeoutError is the cause of a turn's context ended by TurnTimeout.
 type turnTimeoutError struct{ limit time.Duration }
@@ -201,8 +225,10 @@ type turn struct {
 	// memoryNotified is the memory revision the model last heard of.
 	memoryNotified string
 	lastText       string
-	view           []Message // cached in-context view (see loadView)
+	view           []Message // cached in-context view (see loadView), with the pending messages
 	viewOK         bool
+	// pending are the records not stored yet (commit.go).
+	pending TurnWrite
 	// bud estimates requests against the window (budget.go); overflowRetry
 	// is set while a step is retried after a context-length error.
 	bud           budget
@@ -277,10 +303,9 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 
 	if t.in.Kind != InputResume && !replay {
-		msg := Message{ID: t.in.MessageID, Role: RoleUser, Parts: t.userParts(ctx, view)}
-		if _, err := t.append(ctx, msg); err != nil {
-			return TurnResult{}, err
-		}
+		// Stored with the turn's first durable write: a crash before it
+		// reruns the input from the start.
+		t.buffer(Message{ID: t.in.MessageID, Role: RoleUser, Parts: t.userParts(ctx, view)})
 		if notification {
 			t.notified(ctx, t.in.TaskID)
 		}
@@ -353,11 +378,11 @@ func (t *turn) steer(ctx context.Context) error {
 			continue
 		}
 		parts := append([]Part{{Type: PartReminder, Text: reminder("The user sent this while you were working; take it into account.")}}, in.Parts...)
-		stored, err := t.append(ctx, Message{ID: in.MessageID, Role: RoleUser, Parts: parts})
-		if err != nil {
-			return err
-		}
-		ids = append(ids, stored[0].ID)
+		ids = append(ids, t.buffer(Message{ID: in.MessageID, Role: RoleUser, Parts: parts})[0].ID)
+	}
+	// The messages are on record before the host marks them consumed.
+	if _, err := t.flush(ctx); err != nil {
+		return err
 	}
 	if t.in.Steered != nil {
 		t.in.Steered(context.WithoutCancel(ctx), ids)
@@ -378,10 +403,10 @@ func (t *turn) cancelled(ctx context.Context) TurnResult {
 	return TurnResult{StopReason: reason, Text: t.lastText, Error: msg}
 }
 
-// step makes one model call and persists its assistant message. A non-nil
-// *TurnResult means the turn ends here.
+// step makes one model call and buffers its assistant message and run row
+// (stored before any of its tool calls runs, else when the turn ends). A
+// non-nil *TurnResult means the turn ends here.
 func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error) {
-	st := t.a.deps.Store
 	view, err := t.loadView(ctx)
 	if err != nil {
 		return Message{}, Response{}, nil, fmt.Errorf("load view of %s: %w", t.conv.ID, err)
@@ -395,9 +420,8 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		Model:          t.a.cfg.Model,
 		Started:        t.a.deps.Now().UTC(),
 	}
-	// The run row is written once, when the step has ended (one store
-	// write per step instead of two); a step cut short by a crash leaves
-	// nothing else behind either.
+	// The run row is recorded once, when the step has ended; a step cut
+	// short by a crash leaves nothing behind.
 	msgID := newID()
 	t.em.newRun(run.ID)
 	req := Request{
@@ -424,9 +448,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 		// The estimate was wrong: compact as if the request had filled the
 		// window, then retry the step once.
 		run.StopReason, run.Error = StopError, UserMessage(err)
-		if ferr := st.StartRun(context.WithoutCancel(ctx), run); ferr != nil {
-			return Message{}, resp, nil, fmt.Errorf("record run: %w", ferr)
-		}
+		t.pending.Runs = append(t.pending.Runs, run)
 		t.overflowRetry = true
 		defer func() { t.overflowRetry = false }()
 		if res, rerr := t.recoverOverflow(ctx, view, est, err); rerr != nil || res != nil {
@@ -440,9 +462,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 			res = t.cancelled(ctx)
 		}
 		run.StopReason, run.Error = res.StopReason, res.Error
-		if ferr := st.StartRun(context.WithoutCancel(ctx), run); ferr != nil {
-			return Message{}, resp, nil, fmt.Errorf("record run: %w", ferr)
-		}
+		t.pending.Runs = append(t.pending.Runs, run)
 		return Message{}, resp, &res, nil
 	}
 	calls, err := t.uniqueCallIDs(ctx, view, resp.ToolCalls)
@@ -459,11 +479,7 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 	if resp.Text != "" {
 		asst.Parts = []Part{{Type: PartText, Text: resp.Text}}
 	}
-	stored, err := t.append(context.WithoutCancel(ctx), asst)
-	if err != nil {
-		return Message{}, resp, nil, err
-	}
-	asst = stored[0]
+	asst = t.buffer(asst)[0]
 	if resp.Text != "" {
 		t.lastText = resp.Text
 		t.em.emit(Event{Type: EventAssistantMessage, RunID: run.ID, UUID: asst.ID, OTID: asst.ID, Text: resp.Text})
@@ -480,38 +496,9 @@ func (t *turn) step(ctx context.Context) (Message, Response, *TurnResult, error)
 	default:
 		run.StopReason = StopEndTurn
 	}
-	if err := st.StartRun(context.WithoutCancel(ctx), run); err != nil {
-		return Message{}, resp, nil, fmt.Errorf("record run: %w", err)
-	}
+	// The run row is stored with the step's assistant message.
+	t.pending.Runs = append(t.pending.Runs, run)
 	return asst, resp, nil, nil
-}
-
-// append redacts and stores messages.
-func (t *turn) append(ctx context.Context, msgs ...Message) ([]Message, error) {
-	red := t.a.deps.Env.Redactor
-	for i := range msgs {
-		m := &msgs[i]
-		for j := range m.Parts {
-			if m.Parts[j].Type != PartImage {
-				m.Parts[j].Text = red.Redact(m.Parts[j].Text)
-			}
-		}
-		m.Reasoning = red.Redact(m.Reasoning)
-		for j := range m.ToolCalls {
-			m.ToolCalls[j].Arguments = red.Redact(m.ToolCalls[j].Arguments)
-		}
-	}
-	stored, err := t.a.deps.Store.Append(ctx, t.conv.ID, msgs...)
-	if err != nil {
-		t.viewOK = false
-		return nil, fmt.Errorf("append to transcript of %s: %w", t.conv.ID, err)
-	}
-	if t.viewOK {
-		// A full slice expression: views handed out earlier never see
-		// the new messages appear in their backing array.
-		t.view = append(t.view[:len(t.view):len(t.view)], stored...)
-	}
-	return stored, nil
 }
 
 // unansweredCalls returns the last assistant message of the view and its

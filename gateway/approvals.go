@@ -218,11 +218,21 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// post posts an approval's message with buttons to every place, unless it
-// was posted before (a retried turn).
-func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin channels.Location) {
+// postings are the records that post a turn's asks: buttons, one outbox
+// item per place and the posts that tie them to their approval. They are
+// stored with the turn's last write (TurnEnd), so an ask is posted exactly
+// when its turn parks.
+type postings struct {
+	buttons []Button
+	out     []Outbound
+	posts   []TurnPost // Outbound indexes into out
+	asked   []agentcore.Approval
+}
+
+// plan adds the postings of an approval for every place, unless it was
+// posted before (a turn that resumed and parked again on it).
+func (a *approvals) plan(ctx context.Context, ps *postings, ap agentcore.Approval, origin channels.Location) {
 	e := a.env
-	ctx = context.WithoutCancel(ctx)
 	posts, err := e.opts.Store.ApprovalPosts(ctx, ap.ID)
 	if err != nil {
 		e.log.Error("read approval posts", "approval", ap.ID, "err", err)
@@ -239,26 +249,51 @@ func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin chan
 	if ap.Rule != "" {
 		buttons = append(buttons, Button{Token: newToken(), ApprovalID: ap.ID, Action: ButtonAlways, Created: now})
 	}
-	var items []Outbound
+	ps.buttons = append(ps.buttons, buttons...)
 	for _, loc := range a.places(ctx, ap, origin) {
 		caps := channels.Capabilities{}
 		if ad, ok := e.adapter(loc); ok {
 			caps = ad.Capabilities()
 		}
-		if it, ok := a.outbox.item(OutboundSend, loc, approvalMessage(ap, buttons, caps.Buttons)); ok {
-			items = append(items, it)
+		it, ok := a.outbox.item(OutboundSend, loc, approvalMessage(ap, buttons, caps.Buttons))
+		if !ok {
+			continue
 		}
+		ps.posts = append(ps.posts, TurnPost{ApprovalID: ap.ID, Location: loc.String(), Outbound: len(ps.out)})
+		ps.out = append(ps.out, it)
 	}
-	// Buttons, posts and their records commit together: a crash in between
-	// can never make the ask appear twice with two sets of buttons.
-	if _, err := e.opts.Store.PostApproval(ctx, buttons, items); err != nil {
-		e.log.Error("post the approval", "approval", ap.ID, "err", err)
+	ps.asked = append(ps.asked, ap)
+}
+
+// posted logs and counts the asks of postings once they are stored.
+func (a *approvals) posted(ps postings, origin channels.Location) {
+	for _, ap := range ps.asked {
+		a.env.log.Info("approval requested", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
+			"tool", ap.ToolName, "requester", ap.Requester, "location", origin.String())
+		a.env.metrics.ApprovalsAsked.Inc()
+	}
+}
+
+// post stores the postings of one approval outside a turn's last write
+// (a task's child turn): buttons, posts and their records commit together,
+// so a crash in between can never make the ask appear twice with two sets
+// of buttons.
+func (a *approvals) post(ctx context.Context, ap agentcore.Approval, origin channels.Location) {
+	var ps postings
+	a.plan(ctx, &ps, ap, origin)
+	if len(ps.buttons) == 0 {
+		return // posted before
+	}
+	ids, err := a.env.opts.Store.PostApproval(ctx, ps.buttons, ps.out)
+	if err != nil {
+		a.env.log.Error("post the approval", "approval", ap.ID, "err", err)
 		return
 	}
-	a.outbox.kick()
-	e.log.Info("approval requested", "approval", ap.ID, "agent", ap.AgentID, "conversation", ap.ConversationID,
-		"tool", ap.ToolName, "requester", ap.Requester, "location", origin.String())
-	e.metrics.ApprovalsAsked.Inc()
+	for i := range ps.out {
+		ps.out[i].ID = ids[i]
+	}
+	a.outbox.offer(ps.out)
+	a.posted(ps, origin)
 }
 
 // approvalMessage is the chat message of an ask: what would run, why, and

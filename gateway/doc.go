@@ -19,4 +19,27 @@
 // item (tasks.go).
 // Gateway.Run owns every goroutine it starts and waits for them before it
 // returns.
+//
+// Writes: a plain text turn is four write transactions end to end — the
+// intake's Enqueue (EnqueueNew for a chat's first message: its
+// conversation and binding in the same write), the turn's start (TakeItem: the item's attempt with the
+// conversation's lease), its end (FinishTurn: the agent core's records, the
+// item done, the reply and the asks' messages in the outbox, the parked
+// message, the lease released) and the delivery (MarkSent); see turnhost.go.
+//
+// Memory: nothing is kept for a conversation that is not working. The
+// state in memory, and its bounds:
+//   - workers: one entry per conversation with a worker running (at most
+//     the busy ones; removed when its queue is empty); Options.Workers
+//     turns at once.
+//   - a running turn's stream (turn view, live-event queue, page refs) and
+//     typing loop: freed when the turn ends. A parked turn's message lives
+//     in the store (settings), not here.
+//   - outbox: a goroutine per location being delivered to (at most 64), the
+//     items handed to them (at most 4,096; past that they wait in the store
+//     for a scan) and the locations whose items wait for a scan (at most
+//     10,000; past that every item waits for one).
+//   - rate limits: none kept; an adapter's retry_after becomes the item's
+//     next attempt time in the store.
+//   - metrics: label values per channel, kind and stop reason.
 package gateway

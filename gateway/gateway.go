@@ -287,7 +287,7 @@ func (g *Gateway) Run(ctx context.Context, grace time.Duration) error {
 	loops.Add(3)
 	go func() { defer loops.Done(); g.outbox.run(runCtx) }()
 	go func() { defer loops.Done(); g.approvals.expiryLoop(runCtx) }()
-	go func() { defer loops.Done(); g.workers.pollLoop(runCtx, g.outbox.kick) }()
+	go func() { defer loops.Done(); g.workers.pollLoop(runCtx, g.outbox.noticed) }()
 	if e.opts.Prune {
 		loops.Add(1)
 		go func() { defer loops.Done(); g.pruneLoop(runCtx) }()

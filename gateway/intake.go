@@ -86,14 +86,17 @@ func (in *intake) queue(ctx context.Context, channel string, msg channels.Inboun
 	if text == "" && len(msg.Attachments) == 0 {
 		return none, nil
 	}
-	if !bound {
-		if b, err = in.bindFor(ctx, msg.Location, co); err != nil {
-			return none, err
-		}
-	}
 	if e.opts.ModelProblem != "" {
 		in.outbox.post(ctx, msg.Location, channels.Message{Parts: []channels.Part{channels.Notice{Text: e.opts.ModelProblem}}})
 		return none, nil
+	}
+	// An unbound location gets its conversation with its first message, in
+	// the same write (EnqueueNew), unless the surface reopens a listed one.
+	var fresh *agentcore.Conversation
+	if !bound {
+		if b, fresh, err = in.bindFor(ctx, msg.Location, co); err != nil {
+			return none, err
+		}
 	}
 	p := messagePayload{EventID: msg.EventID, MessageID: msg.MessageID, Text: msg.Text, Who: s.who, UserID: msg.User.ID,
 		Name: displayName(msg.User), Origin: origin(channel, msg)}
@@ -102,7 +105,7 @@ func (in *intake) queue(ctx context.Context, channel string, msg channels.Inboun
 			p.Attachments = append(p.Attachments, attachmentData{Name: a.Name, MIME: a.MIME, Data: a.Data})
 		}
 	}
-	id, enqueued, err := in.enqueue(ctx, b, ItemMessage, msg, p)
+	b, id, enqueued, err := in.enqueueTo(ctx, b, fresh, ItemMessage, msg, p)
 	if err != nil {
 		return none, err
 	}
@@ -124,49 +127,72 @@ func (in *intake) queue(ctx context.Context, channel string, msg channels.Inboun
 // its id and whether it is new (a duplicate's id is the first item's, when
 // the store knows it).
 func (in *intake) enqueue(ctx context.Context, b Binding, kind ItemKind, msg channels.Inbound, p messagePayload) (int64, bool, error) {
+	_, id, enqueued, err := in.enqueueTo(ctx, b, nil, kind, msg, p)
+	return id, enqueued, err
+}
+
+// enqueueTo is enqueue; with fresh, b binds a new conversation that is
+// stored with the item (EnqueueNew), and the binding the item went to is
+// returned.
+func (in *intake) enqueueTo(ctx context.Context, b Binding, fresh *agentcore.Conversation, kind ItemKind, msg channels.Inbound, p messagePayload) (Binding, int64, bool, error) {
 	e := in.env
 	body, err := encodePayload(p)
 	if err != nil {
-		return 0, false, err
+		return b, 0, false, err
 	}
 	key := ""
 	if msg.EventID != "" {
 		key = msg.Location.Channel + ":" + msg.EventID
 	}
-	id, enqueued, err := e.opts.Store.Enqueue(ctx, Item{
+	it := Item{
 		ConversationID: b.ConversationID,
 		AgentID:        b.AgentID,
 		Kind:           kind,
 		Location:       msg.Location.String(),
 		Payload:        body,
 		Created:        e.now().UTC(),
-	}, key, e.opts.DedupeTTL)
+	}
+	var (
+		id       int64
+		enqueued bool
+	)
+	if fresh != nil {
+		b, id, enqueued, err = e.opts.Store.EnqueueNew(ctx, *fresh, b, it, key, e.opts.DedupeTTL)
+	} else {
+		id, enqueued, err = e.opts.Store.Enqueue(ctx, it, key, e.opts.DedupeTTL)
+	}
 	if err != nil {
-		return 0, false, fmt.Errorf("queue %s: %w", kind, err)
+		return b, 0, false, fmt.Errorf("queue %s: %w", kind, err)
 	}
 	if !enqueued {
 		e.metrics.Duplicates.WithLabelValues(msg.Location.Channel).Inc()
 	}
-	return id, enqueued, nil
+	return b, id, enqueued, nil
 }
 
-// bindFor binds an unbound location: to the conversation its chat id names
-// (surfaces that reopen listed conversations), else to a new conversation of
-// the channel's agent.
-func (in *intake) bindFor(ctx context.Context, loc channels.Location, co ChannelOptions) (Binding, error) {
+// bindFor binds an unbound location to the conversation its chat id names
+// (surfaces that reopen listed conversations), or else plans its binding to
+// a new conversation of the channel's agent: fresh is that conversation,
+// not stored yet (enqueueTo stores it with the message).
+func (in *intake) bindFor(ctx context.Context, loc channels.Location, co ChannelOptions) (b Binding, fresh *agentcore.Conversation, err error) {
 	e := in.env
 	if co.BrowseByConversation {
 		if c, err := e.opts.AgentStore.Conversation(ctx, loc.ChatID); err == nil {
 			if _, ok := e.opts.Agents[c.AgentID]; ok {
 				b := Binding{Location: loc.String(), AgentID: c.AgentID, ConversationID: c.ID, Created: e.now().UTC()}
 				if err := e.opts.Store.Bind(ctx, b); err != nil {
-					return Binding{}, fmt.Errorf("bind %s: %w", loc, err)
+					return Binding{}, nil, fmt.Errorf("bind %s: %w", loc, err)
 				}
-				return b, nil
+				return b, nil, nil
 			}
 		}
 	}
-	return in.bindNew(ctx, loc, co.Agent)
+	ag, ok := e.opts.Agents[co.Agent]
+	if !ok {
+		return Binding{}, nil, fmt.Errorf("unknown agent %q", co.Agent)
+	}
+	conv := ag.ConversationRecord()
+	return Binding{Location: loc.String(), AgentID: co.Agent, ConversationID: conv.ID, Created: e.now().UTC()}, &conv, nil
 }
 
 // bindNew creates a new conversation for a location.

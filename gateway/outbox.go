@@ -4,13 +4,16 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
-// outboxParallel bounds how many locations are delivered to at once.
-const outboxParallel = 16
+// outboxParallel bounds how many locations are delivered to at once (a
+// delivery holds its slot while the platform answers and its MarkSent
+// commits).
+const outboxParallel = 64
 
 // outbox is the part that delivers every outbound platform call durably:
 // items are stored first (by whoever produces them, often in the
@@ -18,14 +21,30 @@ const outboxParallel = 16
 // goroutine per location so a slow or rate-limited chat never holds up the
 // others, each location's items in order. It delivers only the items of the
 // channels this process runs.
+//
+// A turn hands the items it just stored to offer, which delivers them at
+// once without reading the outbox back; everything else (retries, items
+// other processes or the decide path stored) is found by a scan of the due
+// items, on kick and twice a second.
 type outbox struct {
 	env  *env
 	wake chan struct{}
+	d    *delivery
+	// known is the newest item id handed to delivery: the poll for other
+	// processes' items need not scan for this process's own.
+	known atomic.Int64
 }
 
-func newOutbox(e *env) *outbox { return &outbox{env: e, wake: make(chan struct{}, 1)} }
+// scanEvery is how often the loop scans without a reason to, in ticks: so
+// an item another process wrote (whose id this process's own newer ones
+// hid from the poll) waits at most a second.
+const scanEvery = 2
 
-// kick wakes the delivery loop.
+func newOutbox(e *env) *outbox {
+	return &outbox{env: e, wake: make(chan struct{}, 1), d: &delivery{locs: map[string]*locQueue{}, sem: make(chan struct{}, outboxParallel)}}
+}
+
+// kick wakes the delivery loop for a scan.
 func (o *outbox) kick() {
 	select {
 	case o.wake <- struct{}{}:
@@ -71,7 +90,8 @@ func (o *outbox) enqueue(ctx context.Context, it Outbound) int64 {
 		o.env.log.Error("queue outbound message", "location", it.Location, "err", err)
 		return 0
 	}
-	o.kick()
+	it.ID = ids[0]
+	o.offer([]Outbound{it})
 	return ids[0]
 }
 
@@ -79,38 +99,293 @@ func (o *outbox) enqueue(ctx context.Context, it Outbound) int64 {
 func (o *outbox) run(ctx context.Context) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	d := &delivery{inflight: map[string]bool{}, sem: make(chan struct{}, outboxParallel)}
-	for {
-		o.deliverDue(ctx, &wg, d)
-		select {
-		case <-ctx.Done():
-			return
-		case <-o.wake:
-		case <-tick.C:
+	d := o.d
+	d.mu.Lock()
+	d.ctx = ctx
+	// Items stored before this start (or by the decide path, or another
+	// process) are found only by scans: until the first complete one,
+	// every offer waits for it, so none overtakes them.
+	d.seq++
+	d.flooded = d.seq
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.ctx = nil
+		d.mu.Unlock()
+		d.wg.Wait()
+	}()
+	limit := scanLimit
+	for ticks := 0; ; {
+		o.deliverDue(ctx, limit)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-o.wake:
+				limit = scanLimit
+			case <-tick.C:
+				// A scan reads the unsent items, also those being
+				// delivered: on a tick only when something waits for one
+				// (deferred items, a retry due now), else a short one
+				// every scanEvery ticks.
+				limit = scanLimit
+				if ticks++; !o.scanWanted() {
+					if ticks%scanEvery != 0 {
+						continue
+					}
+					limit = quietScanLimit
+				}
+			}
+			break
 		}
 	}
 }
 
-// delivery is the state of the delivery loop: which locations have a
-// goroutine, and the slots.
-type delivery struct {
-	mu       sync.Mutex
-	inflight map[string]bool
-	sem      chan struct{}
+// scanWanted reports whether items wait for a scan: deferred locations, or
+// a retry whose time has come.
+func (o *outbox) scanWanted() bool {
+	d := o.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.deferred) > 0 || d.flooded != 0 || (!d.retryAt.IsZero() && !o.env.now().Before(d.retryAt))
 }
 
-// deliverDue starts delivery of the due items of every location that is
-// not being delivered already.
-func (o *outbox) deliverDue(ctx context.Context, wg *sync.WaitGroup, d *delivery) {
-	items, err := o.env.opts.Store.DueOutbound(ctx, o.env.channels, o.env.now().UTC(), 500)
+// noticed is told the newest outbox id in the store (the poll for other
+// processes' items): a scan runs only when it is not this process's own.
+func (o *outbox) noticed(id int64) {
+	if id > o.known.Load() {
+		o.kick()
+	}
+}
+
+// delivery is the state of the delivery loop: the locations that have a
+// goroutine (each with the items handed to it), the locations whose
+// unsent items were left to a scan, and the slots. It holds only
+// locations with undelivered items.
+type delivery struct {
+	mu   sync.Mutex
+	ctx  context.Context // set while run runs
+	locs map[string]*locQueue
+	// deferred are locations with unsent items no goroutine was handed (no
+	// slot was free, or a delivery failed): a later item must not overtake
+	// them, so until a scan hands them over, their offers wait for it too.
+	// At most maxDeferred; past that every offer waits for a scan. The
+	// value is the deferral's number (seq): a scan clears only deferrals
+	// made before it read the outbox, whose items it has seen.
+	deferred map[string]uint64
+	seq      uint64
+	flooded  uint64 // the seq at which the map overflowed; 0: it did not
+	sem      chan struct{}
+	wg       sync.WaitGroup
+	// waiting are locations handed items while every slot was busy, in
+	// the order they came; queued counts the items all queues hold.
+	waiting []string
+	queued  int
+	// retryAt is the earliest retry this process scheduled since the last
+	// scan (zero: none).
+	retryAt time.Time
+}
+
+// maxDeferred bounds the locations remembered as deferred; maxQueued the
+// items held in memory for delivery (past it they wait in the store for a
+// scan).
+const (
+	maxDeferred = 10000
+	maxQueued   = 4096
+)
+
+// scanLimit is how many due items one scan reads; quietScanLimit, one
+// scan without a reason.
+const (
+	scanLimit      = 500
+	quietScanLimit = 50
+)
+
+// locQueue is what one location's goroutine has still to deliver.
+type locQueue struct {
+	items  []Outbound
+	maxID  int64 // the newest item ever handed to the goroutine
+	rescan bool  // items were left to a scan: kick when done
+}
+
+func (q *locQueue) add(items []Outbound) {
+	q.items = append(q.items, items...)
+	for _, it := range items {
+		q.maxID = max(q.maxID, it.ID)
+	}
+}
+
+// handled records the newest id handed to delivery (see outbox.known).
+func (o *outbox) handled(items []Outbound) {
+	for _, it := range items {
+		for {
+			k := o.known.Load()
+			if it.ID <= k || o.known.CompareAndSwap(k, it.ID) {
+				break
+			}
+		}
+	}
+}
+
+// offer delivers items (stored, with their ids) now: each location's are
+// added to its goroutine, or one is started. Items that find no free slot
+// are left to a scan, and so are later items of their location; items not
+// due yet are left to the scan at their time.
+func (o *outbox) offer(items []Outbound) {
+	if len(items) == 0 {
+		return
+	}
+	o.handled(items)
+	d := o.d
+	rest := false
+	now := o.env.now()
+	d.mu.Lock()
+	for _, it := range items {
+		if it.NextAt.After(now) {
+			// Not due yet (a chat's rate limit holds it): the scan
+			// delivers it when it is.
+			if d.retryAt.IsZero() || it.NextAt.Before(d.retryAt) {
+				d.retryAt = it.NextAt
+			}
+			continue
+		}
+		_, deferred := d.deferred[it.Location]
+		if d.ctx == nil || d.flooded != 0 || deferred || !o.handLocked(it.Location, []Outbound{it}) {
+			o.deferLocked(it.Location)
+			rest = true
+		}
+	}
+	d.mu.Unlock()
+	if rest {
+		o.kick()
+	}
+}
+
+// deferLocked records that loc has unsent items left to a scan; d.mu held.
+func (o *outbox) deferLocked(loc string) {
+	d := o.d
+	if d.deferred == nil {
+		d.deferred = map[string]uint64{}
+	}
+	d.seq++
+	if _, ok := d.deferred[loc]; !ok && len(d.deferred) >= maxDeferred {
+		d.flooded = d.seq
+		return
+	}
+	d.deferred[loc] = d.seq
+}
+
+// handLocked gives items of loc to loc's goroutine, starting one if a slot
+// is free, else queueing them until one is; false when the queues are
+// full. d.mu held.
+func (o *outbox) handLocked(loc string, items []Outbound) bool {
+	d := o.d
+	if d.ctx == nil || d.ctx.Err() != nil {
+		return false
+	}
+	if q, ok := d.locs[loc]; ok {
+		if d.queued+len(items) > maxQueued {
+			return false
+		}
+		q.add(items)
+		d.queued += len(items)
+		return true
+	}
+	q := &locQueue{}
+	select {
+	case d.sem <- struct{}{}:
+	default:
+		if d.queued+len(items) > maxQueued {
+			return false
+		}
+		q.add(items)
+		d.locs[loc] = q
+		d.queued += len(items)
+		d.waiting = append(d.waiting, loc)
+		return true
+	}
+	q.add(items)
+	d.locs[loc] = q
+	d.queued += len(items)
+	o.startLocked(loc)
+	return true
+}
+
+// startLocked starts the goroutine of loc, which holds a slot; d.mu held.
+func (o *outbox) startLocked(loc string) {
+	d := o.d
+	q := d.locs[loc]
+	d.wg.Add(1)
+	ctx := d.ctx
+	go func() {
+		defer d.wg.Done()
+		o.drain(ctx, loc, q)
+	}()
+}
+
+// drain delivers a location's items in order until none is left or one
+// fails (it is retried later: a scan finds it and the ones after it).
+func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
+	d := o.d
+	for {
+		d.mu.Lock()
+		if len(q.items) == 0 || ctx.Err() != nil {
+			d.queued -= len(q.items)
+			delete(d.locs, loc)
+			rescan := q.rescan || len(q.items) > 0 || len(d.deferred) > 0 || d.flooded != 0
+			// The slot goes to the location that waited longest, or back.
+			if len(d.waiting) > 0 && ctx.Err() == nil {
+				next := d.waiting[0]
+				d.waiting = d.waiting[1:]
+				o.startLocked(next)
+			} else {
+				for _, w := range d.waiting {
+					d.queued -= len(d.locs[w].items)
+					delete(d.locs, w)
+				}
+				d.waiting = nil
+				<-d.sem
+			}
+			d.mu.Unlock()
+			if rescan {
+				o.kick()
+			}
+			return
+		}
+		it := q.items[0]
+		q.items = q.items[1:]
+		d.queued--
+		d.mu.Unlock()
+		if !o.deliver(ctx, it) {
+			d.mu.Lock()
+			d.queued -= len(q.items)
+			q.items, q.rescan = nil, true
+			o.deferLocked(loc)
+			d.mu.Unlock()
+		}
+	}
+}
+
+// deliverDue scans the due items and hands each location's to its
+// goroutine; a location being delivered already gets a scan when it is
+// done, so nothing it has not been handed waits for the next tick.
+func (o *outbox) deliverDue(ctx context.Context, limit int) {
+	d := o.d
+	d.mu.Lock()
+	seen := d.seq // deferrals up to here are in what the scan reads
+	now := o.env.now().UTC()
+	if !d.retryAt.IsZero() && !now.Before(d.retryAt) {
+		d.retryAt = time.Time{}
+	}
+	d.mu.Unlock()
+	items, err := o.env.opts.Store.DueOutbound(ctx, o.env.channels, now, limit)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.env.log.Error("read outbox", "err", err)
 		}
 		return
 	}
+	o.handled(items)
 	var order []string
 	byLoc := map[string][]Outbound{}
 	for _, it := range items {
@@ -119,35 +394,47 @@ func (o *outbox) deliverDue(ctx context.Context, wg *sync.WaitGroup, d *delivery
 		}
 		byLoc[it.Location] = append(byLoc[it.Location], it)
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// clear forgets a deferral the scan has seen the items of.
+	clear := func(loc string) {
+		if n, ok := d.deferred[loc]; ok && n <= seen {
+			delete(d.deferred, loc)
+		}
+	}
+	// Only a scan that read every due item knows a location's whole
+	// backlog; after a partial one the deferrals stay.
+	complete := len(items) < limit
+	handedAll := true
 	for _, loc := range order {
-		d.mu.Lock()
-		busy := d.inflight[loc]
-		d.mu.Unlock()
-		if busy {
+		if q, busy := d.locs[loc]; busy {
+			// Items it was not handed (an edit by the decide path,
+			// another process's): look again when it is done.
+			if byLoc[loc][len(byLoc[loc])-1].ID > q.maxID {
+				q.rescan = true
+			}
 			continue
 		}
-		select {
-		case d.sem <- struct{}{}:
-		default:
-			return // all delivery slots busy: the next round picks the rest up
+		if !o.handLocked(loc, byLoc[loc]) {
+			handedAll = false
+			o.deferLocked(loc)
+			continue
 		}
-		d.mu.Lock()
-		d.inflight[loc] = true
-		d.mu.Unlock()
-		wg.Add(1)
-		go func(loc string, its []Outbound) {
-			defer wg.Done()
-			for _, it := range its {
-				if ctx.Err() != nil || !o.deliver(ctx, it) {
-					break
-				}
+		if complete {
+			clear(loc)
+		}
+	}
+	if complete && handedAll {
+		// Deferred locations the scan did not see have nothing due (a
+		// failed item waits for its retry time, as before).
+		for loc := range d.deferred {
+			if _, ok := byLoc[loc]; !ok {
+				clear(loc)
 			}
-			d.mu.Lock()
-			delete(d.inflight, loc)
-			d.mu.Unlock()
-			<-d.sem
-			o.kick()
-		}(loc, byLoc[loc])
+		}
+		if d.flooded != 0 && d.flooded <= seen {
+			d.flooded = 0
+		}
 	}
 }
 
@@ -192,7 +479,7 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 				return true
 			}
 			if !orig.Sent {
-				_ = st.Retry(ctx, it.ID, o.env.now().Add(time.Second), "waiting for the message to be sent", false)
+				o.retryLater(ctx, it.ID, o.env.now().Add(time.Second), "waiting for the message to be sent")
 				return false
 			}
 			target = orig.MessageID
@@ -267,6 +554,18 @@ func (o *outbox) failed(ctx context.Context, it Outbound, err error) bool {
 		_ = st.Retry(context.WithoutCancel(ctx), it.ID, time.Time{}, err.Error(), true)
 		return true
 	}
-	_ = st.Retry(context.WithoutCancel(ctx), it.ID, o.env.now().Add(wait), err.Error(), false)
+	o.retryLater(context.WithoutCancel(ctx), it.ID, o.env.now().Add(wait), err.Error())
 	return false
+}
+
+// retryLater schedules an item's next attempt and makes the loop scan when
+// it comes due.
+func (o *outbox) retryLater(ctx context.Context, id int64, at time.Time, why string) {
+	_ = o.env.opts.Store.Retry(ctx, id, at, why, false)
+	d := o.d
+	d.mu.Lock()
+	if d.retryAt.IsZero() || at.Before(d.retryAt) {
+		d.retryAt = at
+	}
+	d.mu.Unlock()
 }

@@ -262,6 +262,65 @@ type Settings interface {
 	SetSetting(ctx context.Context, scope, key, value string) error
 }
 
+// Setting is one durable setting (Settings.SetSetting: "" deletes it).
+type Setting struct{ Scope, Key, Value string }
+
+// TurnPost records where an approval of a finishing turn is posted: the
+// outbox item that posts it is TurnEnd.Outbound[Outbound].
+type TurnPost struct {
+	ApprovalID string
+	Location   string
+	Outbound   int
+}
+
+// TurnEnd is everything a finished turn stores, in one transaction: the
+// agent core's last records (they release the lease), the queue items it
+// completes, its reply and approval messages in the outbox, the approvals'
+// buttons and posts, and settings (the parked turn's message).
+type TurnEnd struct {
+	Turn agentcore.TurnWrite
+	// Complete lists queue items to mark done. The first must be
+	// unfinished: otherwise nothing at all is stored and the error wraps
+	// ErrNotFound (a turn worked twice never replies twice). The others
+	// (collected messages) are completed when still unfinished. Empty:
+	// the item stays queued (shutdown: the next start continues).
+	Complete []int64
+	Outbound []Outbound
+	Buttons  []Button
+	Posts    []TurnPost
+	Settings []Setting
+}
+
+// Turns stores a turn's first and last writes together with the gateway's
+// records (agentcore.TurnHost), so a plain text turn is four write
+// transactions end to end: intake, TakeItem, FinishTurn, MarkSent.
+type Turns interface {
+	// TakeItem takes the conversation's lease for owner for ttl
+	// (agentcore.Leases.AcquireLease's semantics) and counts an attempt
+	// of item id, in one transaction, returning the attempts so far. ok
+	// is false, and nothing is written, when another owner holds the
+	// lease; the error wraps ErrNotFound, and nothing is written, when
+	// the item is no longer unfinished in that conversation.
+	TakeItem(ctx context.Context, id int64, conversationID, owner string, ttl time.Duration) (attempts int, ok bool, err error)
+	// FinishTurn stores e in one transaction (e.Turn with
+	// agentcore.TurnStore.CommitTurn's semantics).
+	FinishTurn(ctx context.Context, e TurnEnd) (Finished, error)
+	// EnqueueNew is Enqueue (same dedupe semantics) for a message to a
+	// location that was not bound: in the same transaction it creates
+	// conv (with its agent) and binds b.Location to it, so a new
+	// conversation's first message is one write. When the location was
+	// bound meanwhile, the item goes to that binding's conversation and
+	// conv is not created; when the dedupe key was seen, nothing is
+	// stored. It returns the binding the item went to.
+	EnqueueNew(ctx context.Context, conv agentcore.Conversation, b Binding, it Item, dedupeKey string, dedupeTTL time.Duration) (Binding, int64, bool, error)
+}
+
+// Finished is what FinishTurn stored.
+type Finished struct {
+	Messages []agentcore.Message // e.Turn's messages as stored (Seq set)
+	Outbound []int64             // the ids of e.Outbound, in order
+}
+
 // Store is every storage port the gateway needs.
 type Store interface {
 	Bindings
@@ -273,4 +332,5 @@ type Store interface {
 	Deciding
 	Settings
 	TaskStore
+	Turns
 }

@@ -71,13 +71,14 @@ func parkedScope(conv string) string { return "conversation:" + conv }
 
 const settingParked = "parked"
 
-// turn runs one item's turn and completes it with the final reply.
+// turn runs one item's turn; the turn completes the item, with the final
+// reply in the outbox, in its last write (turnHost).
 func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.Agent, loc channels.Location) (bool, error) {
 	e := p.env
 	st := e.opts.Store
 	in := agentcore.Input{Kind: agentcore.InputResume}
 	items := []Item{it}
-	replyTo := ""
+	replyTo, dropped := "", ""
 	if it.Kind != ItemResume {
 		pl, err := decodePayload(it.Payload)
 		if err != nil {
@@ -89,11 +90,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 		if mode == QueueCollect {
 			pl, items = p.collect(ctx, it, pl)
 		}
-		var dropped string
 		in, dropped = inputFor(e.opts.AgentOptions[it.AgentID].Vision, pl)
-		if dropped != "" && it.Attempts <= 1 {
-			p.outbox.post(ctx, loc, notice(dropped))
-		}
 		if it.Kind == ItemNotification {
 			in.Kind = agentcore.InputNotification
 			in.TaskID = pl.Task
@@ -128,74 +125,28 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	if s.ad != nil {
 		in.Client = clientAt(s.ad, loc)
 	}
-	stopTyping := keepTyping(turnCtx, s.ad, loc)
-	res, err := ag.Turn(turnCtx, it.ConversationID, in, s)
-	stopTyping()
-	s.stop()
-	if errors.Is(err, agentcore.ErrBusy) {
+	h := &turnHost{p: p, items: items, loc: loc, stream: s, cause: turnCtx, stopTyping: keepTyping(turnCtx, s.ad, loc),
+		wasParked: parked != nil, dropped: dropped}
+	in.Host = h
+	_, err := ag.Turn(turnCtx, it.ConversationID, in, s)
+	h.stop()
+	switch {
+	case errors.Is(err, agentcore.ErrBusy):
 		return true, nil
-	}
-	if err != nil {
+	case errors.Is(err, errItemGone):
+		return false, nil // done or moved meanwhile: the worker looks again
+	case err != nil:
 		return false, err
 	}
+	res := h.res // as Finish completed it (why it was cancelled)
 	p.observe(res, time.Since(start), loc)
-	if cause := context.Cause(turnCtx); res.StopReason == agentcore.StopCancelled {
-		switch {
-		case errors.Is(cause, errShutdown):
-			// Leave the item queued: the next start continues the turn.
-			return false, nil
-		case errors.Is(cause, errInterrupted):
-			res.Error = "interrupted by a newer message"
-		case errors.Is(cause, errStopped):
-			res.Error = "stopped"
-		}
-	}
-	if res.Deferred || res.Idle {
-		// Nothing new to show: a notification kept for the parked turn, or
-		// a resume another turn already settled.
-		if res.Idle && parked != nil {
-			if err := st.SetSetting(context.WithoutCancel(ctx), parkedScope(it.ConversationID), settingParked, ""); err != nil {
-				e.log.Warn("forget the parked turn's message", "conversation", it.ConversationID, "err", err)
-			}
-		}
-		if _, err := st.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID); err != nil {
-			return false, fmt.Errorf("complete item %d: %w", it.ID, err)
-		}
-		s.liveEnd(ctx, res)
+	if h.shutdown {
+		// The item stays queued: the next start continues the turn.
 		return false, nil
 	}
-	// Asks are posted before the item completes: a crash in between reruns
-	// the item, whose turn parks again and finds them posted.
-	if res.StopReason == agentcore.StopRequiresApproval {
-		for _, ap := range res.Pending {
-			p.approvals.post(ctx, ap, loc)
-		}
-	}
-	out := p.finalItems(ctx, s, loc, res)
-	parks := res.StopReason == agentcore.StopRequiresApproval || res.StopReason == agentcore.StopWaitingForTask
-	if parked != nil || parks {
-		val := ""
-		if parks {
-			b, _ := json.Marshal(s.view.parked(loc.String(), s.pageRefs(), nil))
-			val = string(b)
-		}
-		if err := st.SetSetting(context.WithoutCancel(ctx), parkedScope(it.ConversationID), settingParked, val); err != nil {
-			e.log.Warn("remember the parked turn's message", "conversation", it.ConversationID, "err", err)
-		}
-	}
-	// The final reply is enqueued in the same transaction that completes the
-	// item: a crash before it re-runs the item (the turn continues from its
-	// transcript), a crash after it delivers the reply.
-	if _, err := st.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID, out...); err != nil {
-		return false, fmt.Errorf("complete item %d: %w", it.ID, err)
-	}
-	for _, extra := range items[1:] {
-		if err := st.Complete(context.WithoutCancel(ctx), extra.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return false, fmt.Errorf("complete collected item %d: %w", extra.ID, err)
-		}
-	}
+	p.approvals.posted(h.asks, loc)
 	s.liveEnd(ctx, res)
-	p.outbox.kick()
+	p.outbox.offer(h.out)
 	return false, nil
 }
 

@@ -263,8 +263,9 @@ func (s *stream) edits(ctx context.Context) {
 	}
 }
 
-// stopToken makes (once) the token of the live message's Stop button, on
-// surfaces with buttons.
+// stopToken returns the token of the live message's Stop button, on
+// surfaces with buttons: the conversation's, made by its first turn and
+// reused by the later ones (a read, not a write per turn).
 func (s *stream) stopToken(ctx context.Context) string {
 	if !s.caps.Buttons || s.base.ConversationID == "" {
 		return ""
@@ -272,8 +273,17 @@ func (s *stream) stopToken(ctx context.Context) string {
 	if s.stopTok != "" {
 		return s.stopTok
 	}
+	st := s.env.opts.Store
+	if bs, err := st.ApprovalButtons(ctx, s.base.ConversationID); err == nil {
+		for _, b := range bs {
+			if b.Action == ButtonStop {
+				s.stopTok = b.Token
+				return s.stopTok
+			}
+		}
+	}
 	b := Button{Token: newToken(), ApprovalID: s.base.ConversationID, Action: ButtonStop, Created: s.env.now().UTC()}
-	if err := s.env.opts.Store.CreateButtons(context.WithoutCancel(ctx), []Button{b}); err != nil {
+	if err := st.CreateButtons(context.WithoutCancel(ctx), []Button{b}); err != nil {
 		s.env.log.Warn("store the stop button", "conversation", s.base.ConversationID, "err", err)
 		return ""
 	}

@@ -38,6 +38,11 @@ type worker struct {
 	wake     chan struct{}           // a kick while the worker waits (busy) makes it look again
 }
 
+// peekOnly makes Peek a read: no channel matches an empty list, so no
+// attempt is counted (a turn counts its attempt when it takes the item
+// with the lease, in one write: turnHost.Begin).
+var peekOnly = []string{}
+
 var (
 	errInterrupted = errors.New("interrupted by a new message")
 	errStopped     = errors.New("stopped with /stop")
@@ -128,7 +133,7 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 		if stopping || ctx.Err() != nil {
 			return
 		}
-		it, err := e.opts.Store.Peek(ctx, w.conv, e.channels)
+		it, err := e.opts.Store.Peek(ctx, w.conv, peekOnly)
 		foreign := err == nil && !slices.Contains(e.channels, it.Channel)
 		if errors.Is(err, ErrNotFound) || foreign {
 			ws.mu.Lock()
@@ -244,7 +249,7 @@ func (ws *workers) recover(ctx context.Context) error {
 // queued for this process's channels (a decision made from another
 // process's page, a `switchboard approvals approve`), within about one
 // PollInterval.
-func (ws *workers) pollLoop(ctx context.Context, kickOutbox func()) {
+func (ws *workers) pollLoop(ctx context.Context, outboxAt func(newest int64)) {
 	st := ws.env.opts.Store
 	lastQ, lastO, _ := st.LatestIDs(ctx)
 	tick := time.NewTicker(ws.env.opts.PollInterval)
@@ -267,7 +272,7 @@ func (ws *workers) pollLoop(ctx context.Context, kickOutbox func()) {
 		}
 		if o != lastO {
 			lastO = o
-			kickOutbox()
+			outboxAt(o)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (db *DB) AddConversation(ctx context.Context, c api.Conversation) (api.Conv
 	if c.Created.IsZero() {
 		c.Created = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "AddConversation", func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO api_conversations (id, account, agent, title, created)
 			VALUES (?, ?, ?, ?, ?) RETURNING pos`, c.ID, c.Account, c.Agent, c.Title, nanos(c.Created)).Scan(&c.Pos)
 	})
@@ -102,7 +102,7 @@ func (db *DB) AppendEvent(ctx context.Context, ev api.Event) (api.Event, error) 
 	if ev.At.IsZero() {
 		ev.At = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "AppendEvent", func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO api_events (conversation_id, run_id, seq_id, type, input_id, data, created)
 			VALUES (?1, ?2, 1 + COALESCE((SELECT MAX(seq_id) FROM api_events WHERE conversation_id = ?1 AND run_id = ?2), 0), ?3, ?4, ?5, ?6)
 			RETURNING pos, seq_id`,
@@ -192,7 +192,7 @@ func (db *DB) LastEvent(ctx context.Context, q api.EventQuery) (api.Event, error
 // PruneEvents deletes events stored before a time.
 func (db *DB) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "PruneEvents", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM api_events WHERE created < ?`, nanos(before))
 		if err != nil {
 			return err

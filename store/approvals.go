@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 )
@@ -17,15 +17,36 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 	if len(as) == 0 {
 		return nil
 	}
-	t := now()
-	type row struct {
-		a         agentcore.Approval
-		approvers string
+	rows, err := encodeApprovals(as, now())
+	if err != nil {
+		return fmt.Errorf("create approvals: %w", err)
 	}
-	rows := make([]row, len(as))
+	err = db.write(ctx, "CreateApprovals", func(tx *sql.Tx) error {
+		return db.createApprovalsTx(ctx, tx, rows)
+	})
+	if err != nil {
+		return fmt.Errorf("create approvals: %w", err)
+	}
+	return nil
+}
+
+const qInsertApproval = `INSERT INTO approvals
+	(id, conversation_id, agent_id, tool_call_id, tool_name, arguments, summary, reason,
+	 rule, workdir, diff, requester, approvers, state, decision_reason, decided_by,
+	 created, expires, decided, location, task_id, task_type)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// approvalRow is an approval checked and encoded for createApprovalsTx.
+type approvalRow struct {
+	a         agentcore.Approval
+	approvers string
+}
+
+func encodeApprovals(as []agentcore.Approval, t time.Time) ([]approvalRow, error) {
+	rows := make([]approvalRow, len(as))
 	for i, a := range as {
 		if a.ID == "" || a.ConversationID == "" {
-			return fmt.Errorf("create approvals: approval %d needs an id (%q) and a conversation id (%q)", i, a.ID, a.ConversationID)
+			return nil, fmt.Errorf("approval %d needs an id (%q) and a conversation id (%q)", i, a.ID, a.ConversationID)
 		}
 		if a.State == "" {
 			a.State = agentcore.ApprovalPending
@@ -35,37 +56,27 @@ func (db *DB) CreateApprovals(ctx context.Context, as []agentcore.Approval) erro
 		}
 		approvers, err := marshalList(a.Approvers)
 		if err != nil {
-			return fmt.Errorf("create approval %s: approvers: %w", a.ID, err)
+			return nil, fmt.Errorf("approval %s: approvers: %w", a.ID, err)
 		}
-		rows[i] = row{a, approvers}
+		rows[i] = approvalRow{a, approvers}
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO approvals
-			(id, conversation_id, agent_id, tool_call_id, tool_name, arguments, summary, reason,
-			 rule, workdir, diff, requester, approvers, state, decision_reason, decided_by,
-			 created, expires, decided, location, task_id, task_type)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	return rows, nil
+}
+
+func (db *DB) createApprovalsTx(ctx context.Context, tx *sql.Tx, rows []approvalRow) error {
+	ins := tx.StmtContext(ctx, db.stmts.insertApproval)
+	for _, r := range rows {
+		a := r.a
+		_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,
+			a.ToolName, a.Arguments, a.Summary, a.Reason, a.Rule, a.Workdir, a.Diff,
+			a.Requester, r.approvers, string(a.State), a.DecisionReason, a.DecidedBy,
+			nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location, a.TaskID, a.TaskType)
+		if isForeignKey(err) {
+			return fmt.Errorf("approval %s: conversation %s: %w", a.ID, a.ConversationID, ErrNotFound)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("approval %s: %w", a.ID, err)
 		}
-		defer ins.Close()
-		for _, r := range rows {
-			a := r.a
-			_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,
-				a.ToolName, a.Arguments, a.Summary, a.Reason, a.Rule, a.Workdir, a.Diff,
-				a.Requester, r.approvers, string(a.State), a.DecisionReason, a.DecidedBy,
-				nanos(a.Created), nanos(a.Expires), nanos(a.Decided), a.Location, a.TaskID, a.TaskType)
-			if isForeignKey(err) {
-				return fmt.Errorf("approval %s: conversation %s: %w", a.ID, a.ConversationID, ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("approval %s: %w", a.ID, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("create approvals: %w", err)
 	}
 	return nil
 }
@@ -124,18 +135,34 @@ func (db *DB) queryApprovals(ctx context.Context, query string, args ...any) ([]
 // of the conversation's when callIDs is empty), keyed by tool call id.
 // Should a call have several approvals, the latest created wins.
 func (db *DB) ConversationApprovals(ctx context.Context, conversationID string, callIDs []string) (map[string]agentcore.Approval, error) {
-	query := `SELECT ` + approvalColumns + ` FROM approvals WHERE conversation_id = ?`
-	args := []any{conversationID}
-	if len(callIDs) > 0 {
-		query += ` AND tool_call_id IN (?` + strings.Repeat(`, ?`, len(callIDs)-1) + `)`
-		for _, id := range callIDs {
-			args = append(args, id)
+	var as []agentcore.Approval
+	if len(callIDs) == 0 {
+		var err error
+		as, err = db.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE conversation_id = ? ORDER BY created, rowid`, conversationID)
+		if err != nil {
+			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
 		}
 	}
-	query += ` ORDER BY created, rowid`
-	as, err := db.queryApprovals(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+	// Point lookups by a prepared statement (a step asks about its own few
+	// calls, twice): in created order per call, so the latest wins below.
+	for _, id := range callIDs {
+		rows, err := db.stmts.callApprovals.QueryContext(ctx, conversationID, id)
+		if err != nil {
+			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+		}
+		for rows.Next() {
+			a, err := scanApproval(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+			}
+			as = append(as, a)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
+		}
 	}
 	byCall := make(map[string]agentcore.Approval, len(as))
 	for _, a := range as {
@@ -172,7 +199,7 @@ func (db *DB) Decide(ctx context.Context, id string, d agentcore.Decision) (agen
 	}
 	var a agentcore.Approval
 	var decided bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Decide", func(tx *sql.Tx) error {
 		var err error
 		a, decided, err = db.decideTx(ctx, tx, id, d)
 		if err != nil || !decided {
@@ -219,8 +246,7 @@ func (db *DB) decideTx(ctx context.Context, tx *sql.Tx, id string, d agentcore.D
 
 // AgentRules returns the rules added by "Always" decisions, oldest first.
 func (db *DB) AgentRules(ctx context.Context, agentID string) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`, agentID)
+	rows, err := db.stmts.agentRules.QueryContext(ctx, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("rules of agent %s: %w", agentID, err)
 	}

@@ -80,7 +80,7 @@ func (db *DB) ResolveConversation(ctx context.Context, idOrPrefix string) (agent
 	// LIKE treats % and _ as wildcards: escape them so the prefix is literal.
 	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(idOrPrefix)
 	rows, err := db.r.QueryContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id LIKE ? ESCAPE '\' ORDER BY id LIMIT 3`, esc+"%")
+		`SELECT `+conversationColumns+` FROM conversations c WHERE c.id LIKE ? ESCAPE '\' ORDER BY c.id LIMIT 3`, esc+"%")
 	if err != nil {
 		return agentcore.Conversation{}, fmt.Errorf("conversation %s: %w", idOrPrefix, err)
 	}

@@ -24,4 +24,15 @@
 // messages of its own conversation (ReplaceView), an approval is decided at
 // most once (Decide), and a lease has one owner until it expires
 // (AcquireLease).
+//
+// Writes per turn: a turn's records are batched (CommitTurn; the gateway's
+// TakeItem and FinishTurn fold its queue item, outbox and lease into the
+// turn's first and last writes), so a plain text turn is four write
+// transactions end to end; Stats counts them by method. System prompts are
+// stored once per distinct text (prompts.go).
+//
+// Memory: besides sqlite's page cache per connection (512 KiB on one
+// writer and at most two readers), a DB keeps the prepared hot
+// statements and a cache of settings reads (at most 1,024 scopes, each
+// reused for a second). Nothing grows with the data.
 package store

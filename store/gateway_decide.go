@@ -29,7 +29,7 @@ func (db *DB) DecideAndResume(ctx context.Context, approvalID string, d agentcor
 		decided bool
 		resumed bool
 	)
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "DecideAndResume", func(tx *sql.Tx) error {
 		resumed = false
 		var err error
 		ap, decided, err = db.decideTx(ctx, tx, approvalID, d)
@@ -93,8 +93,7 @@ func (db *DB) DecideAndResume(ctx context.Context, approvalID string, d agentcor
 // order (surfaces that reopen a conversation show its pending asks with
 // working buttons).
 func (db *DB) ApprovalButtons(ctx context.Context, approvalID string) ([]gateway.Button, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT token, approval_id, action, created FROM buttons
-		WHERE approval_id = ? ORDER BY created, token`, approvalID)
+	rows, err := db.stmts.approvalButtons.QueryContext(ctx, approvalID)
 	if err != nil {
 		return nil, fmt.Errorf("buttons of approval %s: %w", approvalID, err)
 	}
@@ -125,7 +124,7 @@ func (db *DB) PostApproval(ctx context.Context, bs []gateway.Button, posts []gat
 		return nil, fmt.Errorf("post approval %s: %w", bs[0].ApprovalID, err)
 	}
 	var ids []int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "PostApproval", func(tx *sql.Tx) error {
 		t := now()
 		for i, b := range bs {
 			if b.Token == "" || b.ApprovalID == "" || b.Action == "" {

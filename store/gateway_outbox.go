@@ -66,7 +66,7 @@ func (db *DB) EnqueueOutbound(ctx context.Context, items ...gateway.Outbound) ([
 		return nil, nil
 	}
 	var ids []int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "EnqueueOutbound", func(tx *sql.Tx) error {
 		var err error
 		ids, err = db.insertOutbound(ctx, tx, items, now())
 		return err
@@ -144,7 +144,7 @@ func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, err
 // MarkSent records success. A non-empty messageID is stored as the item's
 // MessageID; an empty one keeps the stored MessageID (an edit's target).
 func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "MarkSent", func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, db.stmts.markSent).ExecContext(ctx, messageID, id)
 		if err != nil {
 			return err
@@ -161,7 +161,7 @@ func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 // the item is due again at next. A permanent failure marks the item sent
 // (LastErr kept), so it is never due again.
 func (db *DB) Retry(ctx context.Context, id int64, next time.Time, lastErr string, permanent bool) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Retry", func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, db.stmts.retryOutbound).ExecContext(ctx,
 			nanos(next), lastErr, permanent, id)
 		if err != nil {

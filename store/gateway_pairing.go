@@ -44,7 +44,7 @@ func (db *DB) CreatePairing(ctx context.Context, p gateway.Pairing, limit int, n
 	limit = max(limit, 1)
 	var stored gateway.Pairing
 	var notify bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "CreatePairing", func(tx *sql.Tx) error {
 		stored, notify = gateway.Pairing{}, false
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM pairings WHERE approved = 0 AND expires <= ?`, nanos(t)); err != nil {
@@ -126,7 +126,7 @@ func evictPairings(ctx context.Context, tx *sql.Tx, p gateway.Pairing, limit int
 // approved code is an error wrapping gateway.ErrNotFound.
 func (db *DB) ApprovePairing(ctx context.Context, code string, t time.Time) (gateway.Pairing, error) {
 	var p gateway.Pairing
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "ApprovePairing", func(tx *sql.Tx) error {
 		var err error
 		p, err = scanPairing(tx.QueryRowContext(ctx, `UPDATE pairings SET approved = 1
 			WHERE code = ? AND approved = 0 AND expires > ? RETURNING `+pairingColumns, code, nanos(t)))
@@ -160,36 +160,45 @@ func (db *DB) Paired(ctx context.Context, channel, userID string) (bool, error) 
 // Token, ApprovalID and Action are required; Created defaults to now. A
 // token that already exists is an error.
 func (db *DB) CreateButtons(ctx context.Context, bs []gateway.Button) error {
-	for i, b := range bs {
-		if b.Token == "" || b.ApprovalID == "" || b.Action == "" {
-			return fmt.Errorf("create buttons: button %d needs a token, approval id (%q) and action (%q)", i, b.ApprovalID, b.Action)
-		}
+	if err := checkButtons(bs); err != nil {
+		return fmt.Errorf("create buttons: %w", err)
 	}
 	if len(bs) == 0 {
 		return nil
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		t := now()
-		for i, b := range bs {
-			created := b.Created
-			if created.IsZero() {
-				created = t
-			}
-			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO buttons (token, approval_id, action, created) VALUES (?, ?, ?, ?)`,
-				b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
-				if isUnique(err) {
-					return fmt.Errorf("button %d: token already exists: %w", i, err)
-				}
-				return fmt.Errorf("button %d: %w", i, err)
-			}
-		}
-		return nil
+	err := db.write(ctx, "CreateButtons", func(tx *sql.Tx) error {
+		return db.createButtonsTx(ctx, tx, bs, now())
 	})
 	if err != nil {
 		// Tokens are secrets of a kind (whoever has one can press the
 		// button), so they stay out of error messages.
 		return fmt.Errorf("create buttons for approval %s: %w", bs[0].ApprovalID, err)
+	}
+	return nil
+}
+
+func checkButtons(bs []gateway.Button) error {
+	for i, b := range bs {
+		if b.Token == "" || b.ApprovalID == "" || b.Action == "" {
+			return fmt.Errorf("button %d needs a token, approval id (%q) and action (%q)", i, b.ApprovalID, b.Action)
+		}
+	}
+	return nil
+}
+
+func (db *DB) createButtonsTx(ctx context.Context, tx *sql.Tx, bs []gateway.Button, t time.Time) error {
+	for i, b := range bs {
+		created := b.Created
+		if created.IsZero() {
+			created = t
+		}
+		if _, err := tx.StmtContext(ctx, db.stmts.insertButton).ExecContext(ctx,
+			b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("button %d: token already exists: %w", i, err)
+			}
+			return fmt.Errorf("button %d: %w", i, err)
+		}
 	}
 	return nil
 }
@@ -219,11 +228,8 @@ func (db *DB) AddApprovalPost(ctx context.Context, p gateway.ApprovalPost) error
 	if p.ApprovalID == "" || p.Location == "" {
 		return fmt.Errorf("add approval post: approval id (%q) and location (%q) are required", p.ApprovalID, p.Location)
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO approval_posts
-			(approval_id, location, message_id, outbox_id) VALUES (?, ?, ?, ?)`,
-			p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
-		return err
+	err := db.write(ctx, "AddApprovalPost", func(tx *sql.Tx) error {
+		return db.addPostTx(ctx, tx, p)
 	})
 	if err != nil {
 		return fmt.Errorf("add post of approval %s at %s: %w", p.ApprovalID, p.Location, err)
@@ -231,11 +237,22 @@ func (db *DB) AddApprovalPost(ctx context.Context, p gateway.ApprovalPost) error
 	return nil
 }
 
+func (db *DB) addPostTx(ctx context.Context, tx *sql.Tx, p gateway.ApprovalPost) error {
+	_, err := tx.StmtContext(ctx, db.stmts.insertPost).ExecContext(ctx, p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
+	return err
+}
+
+const (
+	qInsertButton    = `INSERT INTO buttons (token, approval_id, action, created) VALUES (?, ?, ?, ?)`
+	qInsertPost      = `INSERT INTO approval_posts (approval_id, location, message_id, outbox_id) VALUES (?, ?, ?, ?)`
+	qApprovalPosts   = `SELECT approval_id, location, message_id, outbox_id FROM approval_posts WHERE approval_id = ? ORDER BY id`
+	qApprovalButtons = `SELECT token, approval_id, action, created FROM buttons WHERE approval_id = ? ORDER BY created, token`
+)
+
 // ApprovalPosts returns the posts of an approval in the order they were
 // added.
 func (db *DB) ApprovalPosts(ctx context.Context, approvalID string) ([]gateway.ApprovalPost, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT approval_id, location, message_id, outbox_id
-		FROM approval_posts WHERE approval_id = ? ORDER BY id`, approvalID)
+	rows, err := db.stmts.approvalPosts.QueryContext(ctx, approvalID)
 	if err != nil {
 		return nil, fmt.Errorf("posts of approval %s: %w", approvalID, err)
 	}

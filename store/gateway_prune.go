@@ -18,7 +18,7 @@ var _ gateway.Pruner = (*DB)(nil)
 // bindings are never pruned.
 func (db *DB) PruneDelivered(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "PruneDelivered", func(tx *sql.Tx) error {
 		n = 0
 		for _, q := range []struct {
 			sql  string

@@ -44,7 +44,7 @@ func (db *DB) Bind(ctx context.Context, b gateway.Binding) error {
 	if b.Created.IsZero() {
 		b.Created = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Bind", func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created))
 		return err
@@ -114,39 +114,45 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 	}
 	var id int64
 	var enqueued bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		id, enqueued = 0, false // a retried batch runs this again
-		t := now()
-		if dedupeKey != "" {
-			fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
-			if err != nil {
-				return err
-			}
-			if !fresh {
-				// A retry: name the item the key stored the first time.
-				err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, dedupeKey).Scan(&id)
-				if err != nil {
-					return fmt.Errorf("read dedupe key %q: %w", dedupeKey, err)
-				}
-				return nil
-			}
-		}
+	err := db.write(ctx, "Enqueue", func(tx *sql.Tx) error {
 		var err error
-		if id, err = db.insertItem(ctx, tx, it, t); err != nil {
-			return err
-		}
-		if dedupeKey != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, dedupeKey); err != nil {
-				return fmt.Errorf("record dedupe key %q: %w", dedupeKey, err)
-			}
-		}
-		enqueued = true
-		return nil
+		id, enqueued, err = db.enqueueTx(ctx, tx, it, dedupeKey, dedupeTTL)
+		return err
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("enqueue to conversation %s: %w", it.ConversationID, err)
 	}
 	return id, enqueued, nil
+}
+
+// enqueueTx is Enqueue's transaction: the dedupe claim (a key seen before
+// names the item it stored) and the item.
+func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, it gateway.Item, dedupeKey string, dedupeTTL time.Duration) (int64, bool, error) {
+	t := now()
+	if dedupeKey != "" {
+		fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
+		if err != nil {
+			return 0, false, err
+		}
+		if !fresh {
+			// A retry: name the item the key stored the first time.
+			var id int64
+			if err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, dedupeKey).Scan(&id); err != nil {
+				return 0, false, fmt.Errorf("read dedupe key %q: %w", dedupeKey, err)
+			}
+			return id, false, nil
+		}
+	}
+	id, err := db.insertItem(ctx, tx, it, t)
+	if err != nil {
+		return 0, false, err
+	}
+	if dedupeKey != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, dedupeKey); err != nil {
+			return 0, false, fmt.Errorf("record dedupe key %q: %w", dedupeKey, err)
+		}
+	}
+	return id, true, nil
 }
 
 // claimDedupe purges expired dedupe rows and records key until t+ttl. It
@@ -239,7 +245,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string, channels []string
 		if !inChannels(it.Channel, channels) {
 			return it, nil
 		}
-		err = db.write(ctx, func(tx *sql.Tx) error {
+		err = db.write(ctx, "Peek", func(tx *sql.Tx) error {
 			return tx.StmtContext(ctx, db.stmts.takeItem).QueryRowContext(ctx, it.ID).Scan(&it.Attempts)
 		})
 		if errors.Is(err, sql.ErrNoRows) {
@@ -256,7 +262,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string, channels []string
 // is already done is an error wrapping gateway.ErrNotFound: completing an
 // item twice means two workers ran it.
 func (db *DB) Complete(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Complete", func(tx *sql.Tx) error {
 		return db.completeItem(ctx, tx, id, now())
 	})
 	if err != nil {
@@ -290,7 +296,7 @@ func (db *DB) CompleteWithOutbound(ctx context.Context, itemID int64, items ...g
 		return nil, fmt.Errorf("complete queue item %d: %w", itemID, err)
 	}
 	var ids []int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "CompleteWithOutbound", func(tx *sql.Tx) error {
 		t := now()
 		if err := db.completeItem(ctx, tx, itemID, t); err != nil {
 			return err
@@ -358,7 +364,7 @@ func (db *DB) ClaimDedupe(ctx context.Context, key string, ttl time.Duration) (b
 		return false, fmt.Errorf("claim dedupe key %q: key and a positive ttl (%v) are required", key, ttl)
 	}
 	var fresh bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "ClaimDedupe", func(tx *sql.Tx) error {
 		var err error
 		fresh, err = db.claimDedupe(ctx, tx, key, now(), ttl)
 		return err
@@ -378,7 +384,7 @@ func (db *DB) Rebind(ctx context.Context, b gateway.Binding, afterID int64) erro
 	if b.Created.IsZero() {
 		b.Created = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "Rebind", func(tx *sql.Tx) error {
 		if _, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created)); err != nil {
 			return err

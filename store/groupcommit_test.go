@@ -19,7 +19,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	hold, held := make(chan struct{}), make(chan struct{})
 	holdErr := make(chan error, 1)
 	go func() {
-		holdErr <- db.write(ctx, func(tx *sql.Tx) error {
+		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
 			close(held)
 			<-hold
 			return ensureAgent(ctx, tx, "holder")
@@ -32,7 +32,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.write(ctx, func(tx *sql.Tx) error {
+			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
 				if err := ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)); err != nil {
 					return err
 				}

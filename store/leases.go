@@ -30,7 +30,7 @@ func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, tt
 		return false, fmt.Errorf("acquire lease on conversation %s: empty owner", conversationID)
 	}
 	var ok bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "AcquireLease", func(tx *sql.Tx) error {
 		t := now()
 		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
 			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
@@ -52,7 +52,7 @@ func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, tt
 // owner after it expired).
 func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl time.Duration) (bool, error) {
 	var ok bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "RenewLease", func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, db.stmts.renewLease).ExecContext(ctx,
 			nanos(now().Add(ttl)), conversationID, owner)
 		if err != nil {
@@ -71,7 +71,7 @@ func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl 
 // ReleaseLease gives up owner's lease. Releasing a lease owner does not
 // hold is a no-op.
 func (db *DB) ReleaseLease(ctx context.Context, conversationID, owner string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "ReleaseLease", func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, db.stmts.releaseLease).ExecContext(ctx, conversationID, owner)
 		return err
 	})
@@ -105,7 +105,7 @@ func (db *DB) LeaseOwners(ctx context.Context) ([]string, error) {
 // expire.
 func (db *DB) DropLeasesOf(ctx context.Context, owner string) (int64, error) {
 	var n int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "DropLeasesOf", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE owner = ?`, owner)
 		if err != nil {
 			return err

@@ -22,6 +22,15 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// step, when set, runs after sql in the same transaction: data moves
+	// that SQL alone cannot make (hashing, say).
+	step func(ctx context.Context, tx *sql.Tx) error
+}
+
+// goSteps are the migrations' Go steps, by file name without the number
+// (so renumbering a migration keeps its step).
+var goSteps = map[string]func(ctx context.Context, tx *sql.Tx) error{
+	"prompts.sql": movePrompts,
 }
 
 // migrations returns the embedded migrations in version order.
@@ -45,7 +54,8 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", name, err)
 		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
+		_, rest, _ := strings.Cut(name, "_")
+		ms = append(ms, migration{version: v, name: name, sql: string(body), step: goSteps[rest]})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i := range ms {
@@ -72,7 +82,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		return nil
 	}
 	for _, m := range ms {
-		err := db.write(ctx, func(tx *sql.Tx) error {
+		err := db.write(ctx, "migrate", func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version INTEGER PRIMARY KEY,
 				name    TEXT NOT NULL,
@@ -93,6 +103,11 @@ func (db *DB) migrate(ctx context.Context) error {
 			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			if m.step != nil {
+				if err := m.step(ctx, tx); err != nil {
+					return fmt.Errorf("apply migration %s: %w", m.name, err)
+				}
 			}
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, name, applied) VALUES (?, ?, ?)`,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
 )
@@ -39,20 +40,24 @@ func (db *DB) StartRun(ctx context.Context, r agentcore.Run) error {
 	if r.Started.IsZero() {
 		r.Started = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, db.stmts.startRun).ExecContext(ctx,
-			r.ID, r.ConversationID, r.TurnID, r.Step, r.Model, string(r.StopReason),
-			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
-			r.Error, nanos(r.Started), nanos(r.Finished))
-		if isForeignKey(err) {
-			return fmt.Errorf("conversation %s: %w", r.ConversationID, ErrNotFound)
-		}
-		return err
+	err := db.write(ctx, "StartRun", func(tx *sql.Tx) error {
+		return db.startRunTx(ctx, tx, r)
 	})
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+func (db *DB) startRunTx(ctx context.Context, tx *sql.Tx, r agentcore.Run) error {
+	_, err := tx.StmtContext(ctx, db.stmts.startRun).ExecContext(ctx,
+		r.ID, r.ConversationID, r.TurnID, r.Step, r.Model, string(r.StopReason),
+		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
+		r.Error, nanos(r.Started), nanos(r.Finished))
+	if isForeignKey(err) {
+		return fmt.Errorf("conversation %s: %w", r.ConversationID, ErrNotFound)
+	}
+	return err
 }
 
 // FinishRun records how a step ended: stop reason, usage, error, finish
@@ -62,7 +67,7 @@ func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
 	if r.Finished.IsZero() {
 		r.Finished = now()
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "FinishRun", func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, db.stmts.finishRun).ExecContext(ctx,
 			r.Model, r.Model, string(r.StopReason),
 			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
@@ -125,17 +130,21 @@ func (db *DB) queryRuns(ctx context.Context, stmt *sql.Stmt, args ...any) ([]age
 // MarkToolStarted records that a tool call began executing. Marking the
 // same call again is a no-op.
 func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, db.stmts.markTool).ExecContext(ctx, conversationID, toolCallID, nanos(now()))
-		if isForeignKey(err) {
-			return fmt.Errorf("conversation %s: %w", conversationID, ErrNotFound)
-		}
-		return err
+	err := db.write(ctx, "MarkToolStarted", func(tx *sql.Tx) error {
+		return db.markToolTx(ctx, tx, conversationID, toolCallID, now())
 	})
 	if err != nil {
 		return fmt.Errorf("mark tool call %s started: %w", toolCallID, err)
 	}
 	return nil
+}
+
+func (db *DB) markToolTx(ctx context.Context, tx *sql.Tx, conversationID, toolCallID string, t time.Time) error {
+	_, err := tx.StmtContext(ctx, db.stmts.markTool).ExecContext(ctx, conversationID, toolCallID, nanos(t))
+	if isForeignKey(err) {
+		return fmt.Errorf("conversation %s: %w", conversationID, ErrNotFound)
+	}
+	return err
 }
 
 // StartedToolCalls returns which of the given calls of the conversation

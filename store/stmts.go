@@ -20,11 +20,20 @@ type stmts struct {
 	indexMessage      *sql.Stmt
 	appendView        *sql.Stmt
 	touchConversation *sql.Stmt
+	insertPrompt      *sql.Stmt
+	setPrompt         *sql.Stmt
+	insertApproval    *sql.Stmt
+	holdsLease        *sql.Stmt
+	insertButton      *sql.Stmt
+	insertPost        *sql.Stmt
+	upsertSetting     *sql.Stmt
+	deleteSetting     *sql.Stmt
 	// writer: gateway queue and outbox
 	purgeDedupe    *sql.Stmt
 	claimDedupe    *sql.Stmt
 	insertItem     *sql.Stmt
 	takeItem       *sql.Stmt
+	takeQueued     *sql.Stmt
 	completeItem   *sql.Stmt
 	bind           *sql.Stmt
 	insertOutbound *sql.Stmt
@@ -51,6 +60,11 @@ type stmts struct {
 	peekItem        *sql.Stmt
 	outboundItem    *sql.Stmt
 	paired          *sql.Stmt
+	settings        *sql.Stmt
+	approvalPosts   *sql.Stmt
+	approvalButtons *sql.Stmt
+	agentRules      *sql.Stmt
+	callApprovals   *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -66,10 +80,19 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.indexMessage, `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
 		{w, &s.appendView, `INSERT INTO view (conversation_id, position, message_id) VALUES (?, ?, ?)`},
 		{w, &s.touchConversation, `UPDATE conversations SET updated = MAX(updated, ?) WHERE id = ?`},
+		{w, &s.insertPrompt, qInsertPrompt},
+		{w, &s.setPrompt, qSetPrompt},
+		{w, &s.insertApproval, qInsertApproval},
+		{w, &s.holdsLease, `SELECT 1 FROM leases WHERE conversation_id = ? AND owner = ?`},
+		{w, &s.insertButton, qInsertButton},
+		{w, &s.insertPost, qInsertPost},
+		{w, &s.upsertSetting, qUpsertSetting},
+		{w, &s.deleteSetting, `DELETE FROM settings WHERE scope = ? AND key = ?`},
 		{w, &s.purgeDedupe, qPurgeDedupe},
 		{w, &s.claimDedupe, qClaimDedupe},
 		{w, &s.insertItem, qInsertItem},
 		{w, &s.takeItem, qTakeItem},
+		{w, &s.takeQueued, qTakeQueued},
 		{r, &s.peekItem, qPeekItem},
 		{w, &s.completeItem, qCompleteItem},
 		{w, &s.bind, qBind},
@@ -84,7 +107,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.markTool, qMarkToolStarted},
 
 		{r, &s.binding, qBinding},
-		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations WHERE id = ?`},
+		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations c WHERE c.id = ?`},
 		{r, &s.view, qView},
 		{r, &s.messagesAfter, qMessagesAfter},
 		{r, &s.convExists, `SELECT 1 FROM conversations WHERE id = ?`},
@@ -94,6 +117,11 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.dueOutbound, qDueOutbound},
 		{r, &s.outboundItem, `SELECT ` + outboundColumns + ` FROM outbox WHERE id = ?`},
 		{r, &s.paired, `SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`},
+		{r, &s.settings, `SELECT key, value FROM settings WHERE scope = ?`},
+		{r, &s.approvalPosts, qApprovalPosts},
+		{r, &s.approvalButtons, qApprovalButtons},
+		{r, &s.agentRules, `SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`},
+		{r, &s.callApprovals, `SELECT ` + approvalColumns + ` FROM approvals WHERE conversation_id = ? AND tool_call_id = ? ORDER BY created, rowid`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {

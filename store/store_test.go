@@ -401,7 +401,7 @@ func TestWriteRetriesBusy(t *testing.T) {
 	}
 
 	calls := 0
-	err := db.write(t.Context(), func(tx *sql.Tx) error {
+	err := db.write(t.Context(), "test", func(tx *sql.Tx) error {
 		calls++
 		if calls < 3 {
 			return busy
@@ -414,13 +414,13 @@ func TestWriteRetriesBusy(t *testing.T) {
 	}
 
 	calls = 0
-	err = db.write(t.Context(), func(*sql.Tx) error { calls++; return busy })
+	err = db.write(t.Context(), "test", func(*sql.Tx) error { calls++; return busy })
 	if !isBusy(err) || calls != writeAttempts {
 		t.Errorf("write = %v after %d calls; want the busy error after %d attempts", err, calls, writeAttempts)
 	}
 
 	calls = 0
-	err = db.write(t.Context(), func(*sql.Tx) error { calls++; return errors.New("not busy") })
+	err = db.write(t.Context(), "test", func(*sql.Tx) error { calls++; return errors.New("not busy") })
 	if err == nil || calls != 1 {
 		t.Errorf("write of a non-busy failure: %v after %d calls; want 1 call", err, calls)
 	}

@@ -130,7 +130,7 @@ func (db *DB) ConversationTasks(ctx context.Context, parentConversationID string
 // DetachTask makes an unfinished task a background task and returns it.
 func (db *DB) DetachTask(ctx context.Context, id string) (agentcore.Task, error) {
 	var t agentcore.Task
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "DetachTask", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET background = 1 WHERE id = ? AND status IN `+openTaskStates, id); err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (db *DB) StartTask(ctx context.Context, t agentcore.Task, first gateway.Ite
 	if t.Created.IsZero() {
 		t.Created = now()
 	}
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, "StartTask", func(tx *sql.Tx) error {
 		tnow := now()
 		t.StatusPost = 0
 		if status.Kind != "" {
@@ -203,7 +203,7 @@ func (db *DB) StartTask(ctx context.Context, t agentcore.Task, first gateway.Ite
 func (db *DB) AdmitTask(ctx context.Context, id string, limit int) (agentcore.Task, bool, error) {
 	var t agentcore.Task
 	var runs bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "AdmitTask", func(tx *sql.Tx) error {
 		var err error
 		if t, err = taskBy(ctx, tx, `id = ?`, id); err != nil {
 			return err
@@ -236,7 +236,7 @@ func (db *DB) SetTaskStatus(ctx context.Context, id string, s agentcore.TaskStat
 	if s != agentcore.TaskRunning && s != agentcore.TaskWaiting {
 		return fmt.Errorf("set status of task %s: %q is not running or waiting", id, s)
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "SetTaskStatus", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE id = ? AND status IN ('running', 'waiting')`, string(s), id)
 		return err
 	})
@@ -259,7 +259,7 @@ func (db *DB) FinishTask(ctx context.Context, itemID int64, end agentcore.Task, 
 		end.Ended = now()
 	}
 	var finished bool
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "FinishTask", func(tx *sql.Tx) error {
 		finished = false
 		t := now()
 		if itemID != 0 {

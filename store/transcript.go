@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -18,7 +19,7 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 	if agentID == "" {
 		return errors.New("ensure agent: empty agent id")
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "EnsureAgent", func(tx *sql.Tx) error {
 		return ensureAgent(ctx, tx, agentID)
 	})
 	if err != nil {
@@ -48,18 +49,21 @@ func (db *DB) CreateConversation(ctx context.Context, c agentcore.Conversation) 
 	if c.Updated.IsZero() {
 		c.Updated = c.Created
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "CreateConversation", func(tx *sql.Tx) error {
 		if err := ensureAgent(ctx, tx, c.AgentID); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO conversations
 			(id, agent_id, created, updated, system_prompt, prompt_revision)
-			VALUES (?, ?, ?, ?, ?, ?)`,
-			c.ID, c.AgentID, nanos(c.Created), nanos(c.Updated), c.SystemPrompt, c.PromptRevision)
+			VALUES (?, ?, ?, ?, '', '')`,
+			c.ID, c.AgentID, nanos(c.Created), nanos(c.Updated))
 		if isUnique(err) {
 			return fmt.Errorf("conversation already exists: %w", err)
 		}
-		return err
+		if err != nil || c.SystemPrompt == "" {
+			return err
+		}
+		return db.setPromptTx(ctx, tx, c.ID, c.SystemPrompt, c.PromptRevision)
 	})
 	if err != nil {
 		return fmt.Errorf("create conversation %s: %w", c.ID, err)
@@ -67,7 +71,12 @@ func (db *DB) CreateConversation(ctx context.Context, c agentcore.Conversation) 
 	return nil
 }
 
-const conversationColumns = `id, agent_id, created, updated, system_prompt, prompt_revision`
+// conversationColumns are read FROM conversations c: the prompt text comes
+// from the prompts table (rows written before it keep their own copy).
+const conversationColumns = `c.id, c.agent_id, c.created, c.updated,
+	CASE WHEN c.prompt_hash = '' THEN c.system_prompt
+	     ELSE COALESCE((SELECT p.text FROM prompts p WHERE p.hash = c.prompt_hash), '') END,
+	c.prompt_revision`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -99,9 +108,9 @@ func (db *DB) Conversation(ctx context.Context, id string) (agentcore.Conversati
 // --continue reach it only through its task.
 func (db *DB) LatestConversation(ctx context.Context, agentID string) (agentcore.Conversation, error) {
 	c, err := scanConversation(db.r.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE agent_id = ?
-		 AND id NOT IN (SELECT conversation_id FROM tasks)
-		 ORDER BY updated DESC, rowid DESC LIMIT 1`, agentID))
+		`SELECT `+conversationColumns+` FROM conversations c WHERE c.agent_id = ?
+		 AND c.id NOT IN (SELECT conversation_id FROM tasks)
+		 ORDER BY c.updated DESC, c.rowid DESC LIMIT 1`, agentID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentcore.Conversation{}, fmt.Errorf("latest conversation of agent %s: %w", agentID, ErrNotFound)
 	}
@@ -115,9 +124,9 @@ func (db *DB) LatestConversation(ctx context.Context, agentID string) (agentcore
 // updated first; limit <= 0 means all.
 func (db *DB) ListConversations(ctx context.Context, agentID string, limit int) ([]agentcore.Conversation, error) {
 	rows, err := db.r.QueryContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE agent_id = ?
-		 AND id NOT IN (SELECT conversation_id FROM tasks)
-		 ORDER BY updated DESC, rowid DESC LIMIT ?`, agentID, limitArg(limit))
+		`SELECT `+conversationColumns+` FROM conversations c WHERE c.agent_id = ?
+		 AND c.id NOT IN (SELECT conversation_id FROM tasks)
+		 ORDER BY c.updated DESC, c.rowid DESC LIMIT ?`, agentID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list conversations of agent %s: %w", agentID, err)
 	}
@@ -137,16 +146,11 @@ func (db *DB) ListConversations(ctx context.Context, agentID string, limit int) 
 }
 
 // SetSystemPrompt caches the compiled system prompt and the memory
-// revision it was compiled from. The prompt is stored byte for byte.
+// revision it was compiled from. The prompt is stored byte for byte, once
+// for all conversations that share it (content-addressed, see prompts.go).
 func (db *DB) SetSystemPrompt(ctx context.Context, conversationID, prompt, revision string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE conversations SET system_prompt = ?, prompt_revision = ? WHERE id = ?`,
-			prompt, revision, conversationID)
-		if err != nil {
-			return err
-		}
-		return mustAffect(res)
+	err := db.write(ctx, "SetSystemPrompt", func(tx *sql.Tx) error {
+		return db.setPromptTx(ctx, tx, conversationID, prompt, revision)
 	})
 	if err != nil {
 		return fmt.Errorf("set system prompt of conversation %s: %w", conversationID, err)
@@ -171,18 +175,39 @@ func mustAffect(res sql.Result) error {
 // empty), indexing their text for Search and bumping the conversation's
 // update time. It returns the stored messages.
 func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentcore.Message) ([]agentcore.Message, error) {
-	out := make([]agentcore.Message, len(msgs))
-	type encoded struct{ parts, calls, body string }
-	enc := make([]encoded, len(msgs))
-	t := now()
+	batch, err := encodeMessages(conversationID, msgs, now())
+	if err != nil {
+		return nil, fmt.Errorf("append to conversation %s: %w", conversationID, err)
+	}
+	err = db.write(ctx, "Append", func(tx *sql.Tx) error {
+		return db.appendTx(ctx, tx, conversationID, batch)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append to conversation %s: %w", conversationID, err)
+	}
+	return batch.out, nil
+}
+
+// messageBatch is messages checked and encoded for appendTx, outside the
+// writer (so that encoding never holds the write lock).
+type messageBatch struct {
+	t   time.Time
+	out []agentcore.Message // Seq is set by appendTx
+	enc []encodedMessage
+}
+
+type encodedMessage struct{ parts, calls, body string }
+
+func encodeMessages(conversationID string, msgs []agentcore.Message, t time.Time) (messageBatch, error) {
+	b := messageBatch{t: t, out: make([]agentcore.Message, len(msgs)), enc: make([]encodedMessage, len(msgs))}
 	for i, m := range msgs {
 		switch m.Role {
 		case agentcore.RoleUser, agentcore.RoleAssistant, agentcore.RoleTool:
 		default:
-			return nil, fmt.Errorf("append to conversation %s: message %d has unknown role %q", conversationID, i, m.Role)
+			return messageBatch{}, fmt.Errorf("message %d has unknown role %q", i, m.Role)
 		}
 		if m.ConversationID != "" && m.ConversationID != conversationID {
-			return nil, fmt.Errorf("append to conversation %s: message %d belongs to conversation %s", conversationID, i, m.ConversationID)
+			return messageBatch{}, fmt.Errorf("message %d belongs to conversation %s", i, m.ConversationID)
 		}
 		m.ConversationID = conversationID
 		if m.ID == "" {
@@ -195,63 +220,62 @@ func (db *DB) Append(ctx context.Context, conversationID string, msgs ...agentco
 		}
 		parts, err := marshalList(m.Parts)
 		if err != nil {
-			return nil, fmt.Errorf("append to conversation %s: message %d parts: %w", conversationID, i, err)
+			return messageBatch{}, fmt.Errorf("message %d parts: %w", i, err)
 		}
 		calls, err := marshalList(m.ToolCalls)
 		if err != nil {
-			return nil, fmt.Errorf("append to conversation %s: message %d tool calls: %w", conversationID, i, err)
+			return messageBatch{}, fmt.Errorf("message %d tool calls: %w", i, err)
 		}
-		enc[i] = encoded{parts: parts, calls: calls, body: searchText(m)}
-		out[i] = m
+		b.enc[i] = encodedMessage{parts: parts, calls: calls, body: searchText(m)}
+		b.out[i] = m
 	}
+	return b, nil
+}
 
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		var lastSeq, lastPos int64
-		err := tx.StmtContext(ctx, db.stmts.appendHead).QueryRowContext(ctx, conversationID).Scan(&lastSeq, &lastPos)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+// appendTx appends b in tx (see Append); ErrNotFound when the conversation
+// does not exist.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b messageBatch) error {
+	var lastSeq, lastPos int64
+	err := tx.StmtContext(ctx, db.stmts.appendHead).QueryRowContext(ctx, conversationID).Scan(&lastSeq, &lastPos)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if len(b.out) == 0 {
+		return nil
+	}
+	insMsg := tx.StmtContext(ctx, db.stmts.insertMessage)
+	insFTS := tx.StmtContext(ctx, db.stmts.indexMessage)
+	insView := tx.StmtContext(ctx, db.stmts.appendView)
+	for i := range b.out {
+		m := &b.out[i]
+		m.Seq = lastSeq + int64(i) + 1
+		res, err := insMsg.ExecContext(ctx, m.ID, conversationID, m.Seq, string(m.Role),
+			b.enc[i].parts, b.enc[i].calls, m.Reasoning, m.ToolCallID, m.ToolName,
+			m.IsError, m.RunID, nanos(m.CreatedAt), m.Outcome)
+		if isUnique(err) {
+			return fmt.Errorf("message id %s already stored: %w", m.ID, err)
 		}
+		if err != nil {
+			return fmt.Errorf("insert message %s: %w", m.ID, err)
+		}
+		pk, err := res.LastInsertId()
 		if err != nil {
 			return err
 		}
-		if len(out) == 0 {
-			return nil
-		}
-		insMsg := tx.StmtContext(ctx, db.stmts.insertMessage)
-		insFTS := tx.StmtContext(ctx, db.stmts.indexMessage)
-		insView := tx.StmtContext(ctx, db.stmts.appendView)
-		for i := range out {
-			m := &out[i]
-			m.Seq = lastSeq + int64(i) + 1
-			res, err := insMsg.ExecContext(ctx, m.ID, conversationID, m.Seq, string(m.Role),
-				enc[i].parts, enc[i].calls, m.Reasoning, m.ToolCallID, m.ToolName,
-				m.IsError, m.RunID, nanos(m.CreatedAt), m.Outcome)
-			if isUnique(err) {
-				return fmt.Errorf("message id %s already stored: %w", m.ID, err)
-			}
-			if err != nil {
-				return fmt.Errorf("insert message %s: %w", m.ID, err)
-			}
-			pk, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			if enc[i].body != "" {
-				if _, err := insFTS.ExecContext(ctx, pk, enc[i].body); err != nil {
-					return fmt.Errorf("index message %s: %w", m.ID, err)
-				}
-			}
-			if _, err := insView.ExecContext(ctx, conversationID, lastPos+int64(i)+1, m.ID); err != nil {
-				return fmt.Errorf("add message %s to view: %w", m.ID, err)
+		if b.enc[i].body != "" {
+			if _, err := insFTS.ExecContext(ctx, pk, b.enc[i].body); err != nil {
+				return fmt.Errorf("index message %s: %w", m.ID, err)
 			}
 		}
-		_, err = tx.StmtContext(ctx, db.stmts.touchConversation).ExecContext(ctx, nanos(t), conversationID)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("append to conversation %s: %w", conversationID, err)
+		if _, err := insView.ExecContext(ctx, conversationID, lastPos+int64(i)+1, m.ID); err != nil {
+			return fmt.Errorf("add message %s to view: %w", m.ID, err)
+		}
 	}
-	return out, nil
+	_, err = tx.StmtContext(ctx, db.stmts.touchConversation).ExecContext(ctx, nanos(b.t), conversationID)
+	return err
 }
 
 // newID returns a random, time-ordered (UUIDv7) identifier.
@@ -368,7 +392,7 @@ func (db *DB) View(ctx context.Context, conversationID string) ([]agentcore.Mess
 // ReplaceView sets the in-context view (compaction) to the given message
 // ids, in order. Every id must belong to the conversation and appear once.
 func (db *DB) ReplaceView(ctx context.Context, conversationID string, ids []string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "ReplaceView", func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, conversationID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -16,7 +16,7 @@ const maxWebSessions = 256
 // maxWebSessions.
 func (db *DB) CreateWebSession(ctx context.Context, id string, expires time.Time) error {
 	t := now()
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "CreateWebSession", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM web_sessions WHERE expires <= ?`, nanos(t)); err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func (db *DB) WebSession(ctx context.Context, id string) (time.Time, bool, error
 
 // DeleteWebSession revokes a stored login.
 func (db *DB) DeleteWebSession(ctx context.Context, id string) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, "DeleteWebSession", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM web_sessions WHERE id = ?`, id)
 		return err
 	})

@@ -39,6 +39,11 @@ func TestStore(t *testing.T, open func(t *testing.T) agentcore.Store) {
 		{"Leases", testLeases},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"ConcurrentAppend", testConcurrentAppend},
+		{"CommitTurn", testCommitTurn},
+		{"CommitTurnLeaseLost", testCommitTurnLeaseLost},
+		{"CommitTurnAtomic", testCommitTurnAtomic},
+		{"SharedPrompts", testSharedPrompts},
+		{"CreateRecordsAgent", testCreateRecordsAgent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

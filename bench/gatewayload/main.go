@@ -1,17 +1,32 @@
 // Command gatewayload measures the gateway with the real stack in one
 // process: the sqlite store on a temp file, agentcore with the OpenAI
-// provider against the in-process scripted model (internal/fakemodel,
-// answering instantly), and gateway.New with a light in-memory adapter.
+// provider against the scripted model (bench/internal/loadmodel; with
+// -model proc it runs in its own process, bench/fakemodel-server, so its
+// CPU and memory are not the gateway's), and gateway.New with a light
+// in-memory adapter. Every phase reports write transactions and database
+// bytes per turn (store.DB.Stats and Size) and the process's memory (RSS,
+// live heap after a GC, goroutines). The machine is shared: figures are
+// as good as the load other processes leave.
 //
-// Phase A (saturation) injects -convs conversations × -per messages as
-// fast as possible and reports completed turns per second. Phase B
-// (offered load) injects -rate turns/s spread over the conversations for
-// -duration and reports p50/p99 of the gateway's overhead: inbound to
-// provider request, and provider end to outbound send. With -serve it also
-// builds the real binary and measures `switchboard serve` start to ready
-// and its idle RSS.
+// Phases (-phases, comma-separated; "ab" still means a,b):
 //
-//	go run ./bench/gatewayload -convs 1000 -per 10 -rate 200 -duration 10s -serve
+//	a      saturation: -convs conversations × -per messages as fast as
+//	       possible; completed turns per second.
+//	b      offered load: -rate turns/s for -duration over the conversations;
+//	       p50/p99 of the gateway's overhead (inbound → model request,
+//	       model end → send).
+//	idle   -idle conversations get one message each and go idle: RSS,
+//	       heap and goroutines above a fresh start.
+//	park   -park conversations each park one approval: asks parked per
+//	       second, memory holding them; then a fresh process (this
+//	       command, -phases decide) opens the same data, checks every one
+//	       is pending with its message and buttons, and decides -decide of
+//	       them (half approved, half denied), waiting for each answer.
+//	soak   a constant mixed load for -duration (see soak.go); -csv writes
+//	       the samples.
+//
+//	go run ./bench/gatewayload -model proc -phases a,b -convs 1000 -per 10 -rate 200 -duration 10s
+//	go run ./bench/gatewayload -model proc -phases idle,park -idle 10000 -park 100000
 package main
 
 import (
@@ -24,208 +39,160 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 )
 
-func main() {
-	var (
-		convs      = flag.Int("convs", 1000, "conversations")
-		per        = flag.Int("per", 10, "messages per conversation in phase A")
-		rate       = flag.Float64("rate", 200, "offered load of phase B, turns/s")
-		duration   = flag.Duration("duration", 10*time.Second, "length of phase B")
-		phases     = flag.String("phases", "ab", "phases to run: a (saturation), b (offered load)")
-		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of phase A to this file")
-		serve      = flag.Bool("serve", false, "also build and measure `switchboard serve` (start to ready, idle RSS)")
-		serveRuns  = flag.Int("serve-runs", 5, "serve starts to take the median of")
-		idle       = flag.Duration("idle", 3*time.Second, "idle time before reading serve's RSS")
-		goroutines = flag.String("goroutines", "", "write a goroutine profile, 5s into phase A, to this file")
-	)
-	flag.Parse()
-	tmp, err := os.MkdirTemp("", "gatewayload-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	fmt.Printf("GOMAXPROCS=%d, %s\n", runtime.GOMAXPROCS(0), runtime.Version())
+type config struct {
+	model      string
+	convs, per int
+	rate       float64
+	duration   time.Duration
+	idle       int
+	park       int
+	decide     int
+	parallel   int
+	idleWait   time.Duration
+	data       string
+	csv        string
+	cpuprofile string
+	memprofile string
+	modelPID   int // the model's process, for its CPU time (-model proc)
+}
 
-	if containsRune(*phases, 'a') {
-		r, err := phaseA(filepath.Join(tmp, "a"), *convs, *per, *cpuprofile, *goroutines)
-		if err != nil {
-			log.Fatalf("phase A: %v", err)
+func main() {
+	var c config
+	flag.StringVar(&c.model, "model", "inproc", "where the fake model runs: inproc, or proc (its own process)")
+	flag.IntVar(&c.convs, "convs", 1000, "conversations (phases a, b)")
+	flag.IntVar(&c.per, "per", 10, "messages per conversation in phase a")
+	flag.Float64Var(&c.rate, "rate", 200, "offered load of phase b, turns/s")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of phase b and of the soak")
+	flag.IntVar(&c.idle, "idle", 10000, "conversations that go idle (phase idle)")
+	flag.IntVar(&c.park, "park", 100000, "conversations that park an approval (phase park)")
+	flag.IntVar(&c.decide, "decide", 100, "parked approvals decided after the restart (phase park)")
+	flag.IntVar(&c.parallel, "parallel", 128, "messages in flight at once (phases idle, park)")
+	flag.DurationVar(&c.idleWait, "idle-for", 30*time.Second, "how long the conversations stay idle before phase idle samples memory")
+	flag.StringVar(&c.data, "data", "", "data directory to keep (default: a temporary one, removed)")
+	flag.StringVar(&c.csv, "csv", "", "write the soak's samples to this CSV file")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of phase a (or park) to this file")
+	flag.StringVar(&c.memprofile, "memprofile", "", "write a heap profile at the end of each phase to this file")
+	phases := flag.String("phases", "ab", "phases to run: a, b, idle, park, decide, soak (comma-separated)")
+	serve := flag.Bool("serve", false, "also build and measure `switchboard serve` (start to ready, idle RSS)")
+	serveRuns := flag.Int("serve-runs", 5, "serve starts to take the median of")
+	idleWait := flag.Duration("idle-wait", 3*time.Second, "idle time before reading serve's RSS")
+	flag.Parse()
+
+	tmp := c.data
+	if tmp == "" {
+		var err error
+		if tmp, err = os.MkdirTemp("", "gatewayload-"); err != nil {
+			log.Fatal(err)
 		}
-		fmt.Printf("\nphase A (saturation): %d conversations × %d messages = %d turns in %v\n", *convs, *per, r.turns, r.wall.Round(time.Millisecond))
-		fmt.Printf("  throughput          %8.0f turns/s   (target ≥ 1000)\n", float64(r.turns)/r.wall.Seconds())
-		fmt.Printf("  intake only         %8.0f msgs/s    (all messages acknowledged after %v)\n", float64(r.turns)/r.intake.Seconds(), r.intake.Round(time.Millisecond))
+		defer os.RemoveAll(tmp)
 	}
-	if containsRune(*phases, 'b') {
-		r, err := phaseB(filepath.Join(tmp, "b"), *convs, *rate, *duration)
+	fmt.Printf("GOMAXPROCS=%d, %s, model %s\n", runtime.GOMAXPROCS(0), runtime.Version(), c.model)
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average at start: %s", b)
+	}
+
+	modelURL := ""
+	if c.model == "proc" {
+		m, err := startModel(tmp)
 		if err != nil {
-			log.Fatalf("phase B: %v", err)
+			log.Fatal(err)
 		}
-		fmt.Printf("\nphase B (offered load): %.0f turns/s for %v over %d conversations, %d turns measured (achieved %.0f turns/s)\n",
-			*rate, *duration, *convs, len(r.in), float64(len(r.in))/r.wall.Seconds())
-		fmt.Printf("  %-40s %9s %9s %9s\n", "gateway overhead", "p50", "p99", "max")
-		row := func(name string, d []time.Duration) {
-			fmt.Printf("  %-40s %9s %9s %9s\n", name, fmtDur(pct(d, 50)), fmtDur(pct(d, 99)), fmtDur(pct(d, 100)))
+		defer m.close()
+		modelURL = m.url
+		c.modelPID = m.cmd.Process.Pid
+	} else if c.model != "inproc" && c.model != "proc" {
+		log.Fatalf("-model %q: use inproc or proc", c.model)
+	}
+
+	for _, p := range splitPhases(*phases) {
+		dir := filepath.Join(tmp, p)
+		var err error
+		switch p {
+		case "a":
+			err = phaseA(dir, modelURL, c)
+		case "b":
+			err = phaseB(dir, modelURL, c)
+		case "idle":
+			err = phaseIdle(dir, modelURL, c)
+		case "park":
+			err = phasePark(dir, modelURL, c)
+		case "decide":
+			err = phaseDecide(dir, modelURL, c)
+		case "soak":
+			var r soakResult
+			r, err = runSoak(context.Background(), dir, modelURL, soakOptions{Duration: c.duration, CSV: c.csv, Log: os.Stdout})
+			if err == nil {
+				fmt.Print(r.report())
+				if !r.flat() {
+					err = fmt.Errorf("soak: memory or goroutines not flat over the second half")
+				}
+			}
+		default:
+			err = fmt.Errorf("unknown phase %q", p)
 		}
-		row("(i)  inbound → provider request", r.in)
-		row("(ii) provider end → outbound send", r.out)
-		sum := make([]time.Duration, len(r.in))
-		for i := range sum {
-			sum[i] = r.in[i] + r.out[i]
+		if err != nil {
+			log.Fatalf("phase %s: %v", p, err)
 		}
-		row("(i)+(ii) per turn", sum)
-		row("end to end (inbound → send)", r.total)
-		fmt.Printf("  target: p99 ≤ 5ms for each part\n")
+		writeHeapProfile(c.memprofile, p)
 	}
 	if *serve {
-		r, err := measureServe(filepath.Join(tmp, "serve"), *serveRuns, *idle)
+		r, err := measureServe(filepath.Join(tmp, "serve"), *serveRuns, *idleWait)
 		if err != nil {
 			log.Fatalf("serve: %v", err)
 		}
 		fmt.Printf("\nswitchboard serve (web channel, %d starts): start → /readyz 200 median %s (min %s, max %s), target ≤ 100ms\n",
 			len(r.ready), fmtDur(pct(r.ready, 50)), fmtDur(pct(r.ready, 0)), fmtDur(pct(r.ready, 100)))
-		fmt.Printf("  idle RSS after %v: median %.1f MiB (min %.1f, max %.1f), target ≤ 30 MiB\n", *idle,
+		fmt.Printf("  idle RSS after %v: median %.1f MiB (min %.1f, max %.1f), target ≤ 30 MiB\n", *idleWait,
 			mib(pctI(r.rss, 50)), mib(pctI(r.rss, 0)), mib(pctI(r.rss, 100)))
 	}
 }
 
-type resultA struct {
-	turns        int
-	wall, intake time.Duration
+func splitPhases(s string) []string {
+	if !strings.Contains(s, ",") && strings.Trim(s, "ab") == "" {
+		var out []string
+		for _, r := range s {
+			out = append(out, string(r))
+		}
+		return out
+	}
+	return strings.Split(s, ",")
 }
 
-// phaseA: every conversation's messages injected by its own goroutine, as
-// fast as the gateway acknowledges them; throughput is completed turns
-// over the wall time from the first injection to the last reply.
-func phaseA(dir string, convs, per int, cpuprofile, goroutineDump string) (resultA, error) {
-	want := convs * per
-	ad := newAdapter()
-	ad.expect(want)
-	st, err := newStack(dir, ad, echo, nil)
+func writeHeapProfile(path, phase string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(strings.TrimSuffix(path, filepath.Ext(path)) + "-" + phase + filepath.Ext(path))
 	if err != nil {
-		return resultA{}, err
+		log.Printf("heap profile: %v", err)
+		return
 	}
-	defer st.close()
-	ctx := context.Background()
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
-		if err != nil {
-			return resultA{}, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return resultA{}, err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if goroutineDump != "" {
-		t := time.AfterFunc(5*time.Second, func() {
-			if f, err := os.Create(goroutineDump); err == nil {
-				_ = pprof.Lookup("goroutine").WriteTo(f, 1)
-				f.Close()
-			}
-		})
-		defer t.Stop()
-	}
-	start := time.Now()
-	var wg sync.WaitGroup
-	var firstErr atomic.Pointer[error]
-	for c := range convs {
-		wg.Go(func() {
-			for m := range per {
-				if err := ad.inbound(ctx, c, fmt.Sprintf("c%d m%d", c, m)); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	intake := time.Since(start)
-	if p := firstErr.Load(); p != nil {
-		return resultA{}, *p
-	}
-	if err := ad.wait(ctx, 10*time.Minute); err != nil {
-		return resultA{}, err
-	}
-	wall := time.Since(start)
-	if err := ad.checkOrder(convs, per); err != nil {
-		return resultA{}, err
-	}
-	return resultA{turns: want, wall: wall, intake: intake}, nil
+	defer f.Close()
+	runtime.GC()
+	_ = pprof.WriteHeapProfile(f)
 }
 
-type resultB struct {
-	in, out, total []time.Duration
-	wall           time.Duration
-}
-
-// phaseB: after a warm-up turn in every conversation (so that each is
-// bound and has its system prompt), messages are injected open-loop at
-// rate, round-robin over the conversations, each OnInbound on its own
-// goroutine at its scheduled instant.
-func phaseB(dir string, convs int, rate float64, duration time.Duration) (resultB, error) {
-	ad := newAdapter()
-	tr := newTimings()
-	ad.onSend = tr.sent
-	st, err := newStack(dir, ad, tr.respond, tr.providerEnd)
+// cpuProfile starts a CPU profile when path is set; stop ends it.
+func cpuProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
 	if err != nil {
-		return resultB{}, err
+		log.Printf("cpu profile: %v", err)
+		return func() {}
 	}
-	defer st.close()
-	ctx := context.Background()
-
-	// Warm-up: one turn per conversation, not measured.
-	ad.expect(convs)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for c := range convs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := ad.inbound(ctx, c, fmt.Sprintf("warm-up %d", c)); err != nil {
-				log.Printf("warm-up: %v", err)
-			}
-		})
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		log.Printf("cpu profile: %v", err)
+		return func() {}
 	}
-	wg.Wait()
-	if err := ad.wait(ctx, 5*time.Minute); err != nil {
-		return resultB{}, fmt.Errorf("warm-up: %w", err)
-	}
-
-	n := int(rate * duration.Seconds())
-	tr.arm(n)
-	ad.expect(n)
-	interval := time.Duration(float64(time.Second) / rate)
-	start := time.Now()
-	var errs atomic.Int64
-	for i := range n {
-		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		wg.Go(func() {
-			tr.inbound(i, time.Now())
-			if err := ad.inbound(ctx, i%convs, key(i)); err != nil {
-				errs.Add(1)
-				log.Printf("inbound %d: %v", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	if errs.Load() > 0 {
-		return resultB{}, fmt.Errorf("%d inbound calls failed", errs.Load())
-	}
-	if err := ad.wait(ctx, 5*time.Minute); err != nil {
-		return resultB{}, err
-	}
-	wall := time.Since(start)
-	return tr.result(wall)
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
-
-func containsRune(s string, r rune) bool { return slices.Contains([]rune(s), r) }
 
 func pct(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
@@ -257,3 +224,5 @@ func fmtDur(d time.Duration) string {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func sortStrings(s []string) { slices.Sort(s) }

@@ -119,21 +119,3 @@ func serveOnce(bin, home string, idle time.Duration) (time.Duration, int64, erro
 	rss, err := vmRSS(cmd.Process.Pid)
 	return ready, rss, err
 }
-
-// vmRSS reads the resident set size of a process from /proc (Linux).
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 2 && f[1] == "kB" {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/agentcore/permission"
 	"github.com/switchboard-gw/switchboard/agentcore/tools"
+	"github.com/switchboard-gw/switchboard/bench/internal/loadmodel"
 	"github.com/switchboard-gw/switchboard/channels"
 	"github.com/switchboard-gw/switchboard/gateway"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
@@ -23,18 +24,32 @@ import (
 	"github.com/switchboard-gw/switchboard/store"
 )
 
-// stack is the real gateway in one process.
+// stack is the real gateway in this process: the sqlite store on a file,
+// agentcore with the OpenAI provider, and gateway.New with the light
+// adapter. The model is the loadmodel script, in this process (modelURL
+// "") or in another (a fakemodel-server -mode load URL).
 type stack struct {
-	db        *store.DB
-	model     *fakemodel.Server
-	transport *endTransport
+	dir   string
+	db    *store.DB
+	gw    *gateway.Gateway
+	model *fakemodel.Server // nil when the model runs in another process
+	// transport is the provider's, to close its idle connections.
+	transport *http.Transport
 	stop      context.CancelFunc
 	done      chan error
 }
 
-// newStack builds store, agent and gateway around ad, with the scripted
-// model answering every request through respond.
-func newStack(dir string, ad *adapter, respond func(fakemodel.Request) fakemodel.Step, onEnd func(key int, at time.Time)) (*stack, error) {
+// stackOptions say how to build a stack.
+type stackOptions struct {
+	modelURL string // "": in process
+	// onEnd is called when the body of a model response whose request
+	// carries a phase B key has been read to its end.
+	onEnd func(key int, at time.Time)
+}
+
+// newStack builds store, agent and gateway in dir (kept: a later stack on
+// the same dir is a restart) around ad.
+func newStack(dir string, ad *adapter, o stackOptions) (*stack, error) {
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, err
@@ -43,12 +58,21 @@ func newStack(dir string, ad *adapter, respond func(fakemodel.Request) fakemodel
 	if err != nil {
 		return nil, err
 	}
-	model := fakemodel.NewServer()
-	model.SetResponder(respond)
-	// The provider's client is the one agentcore uses by default (an
-	// http.Client on http.DefaultTransport), wrapped to see when each
-	// response ends.
-	tr := &endTransport{base: http.DefaultTransport, onEnd: onEnd}
+	s := &stack{dir: dir, db: db, done: make(chan error, 1)}
+	url := o.modelURL
+	if url == "" {
+		s.model = fakemodel.NewServer()
+		s.model.DiscardRequests()
+		s.model.SetResponder(new(loadmodel.Responder).Respond)
+		url = s.model.URL()
+	}
+	// The provider's client is agentcore's default (a transport keeping
+	// 256 idle connections to the host), wrapped to see when each response
+	// ends.
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 256
+	s.transport = base
+	tr := &endTransport{base: base, onEnd: o.onEnd}
 	red := sandbox.NewRedactor()
 	ag := agentcore.New(agentcore.Config{
 		ID:              "main",
@@ -59,24 +83,24 @@ func newStack(dir string, ad *adapter, respond func(fakemodel.Request) fakemodel
 		Policy:          permission.Policy{Mode: permission.Mode("standard"), Workspace: ws},
 	}, agentcore.Deps{
 		Store:    db,
-		Provider: agentcore.NewOpenAI(agentcore.OpenAIOptions{BaseURL: model.URL(), Model: "bench-model", HTTPClient: &http.Client{Transport: tr}}),
+		Provider: agentcore.NewOpenAI(agentcore.OpenAIOptions{BaseURL: url, Model: "bench-model", HTTPClient: &http.Client{Transport: tr}}),
 		Tools:    agentcore.NewTools(tools.Default()...),
 		Env:      agentcore.ToolEnv{AgentID: "main", Workspace: ws, Runner: sandbox.NewRunner(sandbox.Options{Redactor: red}), Redactor: red, Env: []string{"PATH=/usr/bin:/bin"}},
 	})
-	gw, err := gateway.New(gateway.Options{
+	s.gw, err = gateway.New(gateway.Options{
 		Store:      db,
 		Agents:     map[string]*agentcore.Agent{"main": ag},
 		AgentStore: db,
 		Channels:   map[string]gateway.ChannelOptions{"chat": {AllowAll: true}},
 	}, ad)
 	if err != nil {
-		model.Close()
+		s.closeModel()
 		db.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stack{db: db, model: model, transport: tr, stop: cancel, done: make(chan error, 1)}
-	go func() { s.done <- gw.Run(ctx, 5*time.Second) }()
+	s.stop = cancel
+	go func() { s.done <- s.gw.Run(ctx, 5*time.Second) }()
 	select {
 	case <-ad.started:
 	case err := <-s.done:
@@ -87,26 +111,17 @@ func newStack(dir string, ad *adapter, respond func(fakemodel.Request) fakemodel
 	return s, nil
 }
 
+func (s *stack) closeModel() {
+	if s.model != nil {
+		s.model.Close()
+	}
+}
+
 func (s *stack) close() {
 	s.stop()
 	<-s.done
-	s.model.Close()
+	s.closeModel()
 	s.db.Close()
-}
-
-// echo answers with the text of the last user message.
-func echo(req fakemodel.Request) fakemodel.Step {
-	return fakemodel.Step{Text: "echo: " + lastUserText(req)}
-}
-
-func lastUserText(req fakemodel.Request) string {
-	var text string
-	for _, p := range req.LastMessage().Parts() {
-		if !strings.HasPrefix(p.Text, "<system-reminder>") {
-			text = p.Text
-		}
-	}
-	return text
 }
 
 // key is the text of phase B's message i; keyOf finds the last key in a
@@ -173,28 +188,36 @@ func (b *endBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// adapter is a light chat adapter: it records reply texts per chat and
-// counts them (like gateway/load_test.go's counter).
+// adapter is a light chat adapter ("chat"): it counts what it is sent —
+// replies, approval messages (those with buttons) — and keeps per chat
+// only what a phase asks it to record, so its own memory stays out of the
+// figures.
 type adapter struct {
 	started chan struct{}
+	caps    channels.Capabilities
 	handler channels.Handler
-	onSend  func(text string, at time.Time)
+	onSend  func(loc channels.Location, m channels.Message, text string, at time.Time)
+	record  bool // keep every reply text per chat (phase A's order check)
 
-	mu      sync.Mutex
-	replies map[string][]string
-	total   int
-	target  int
-	done    chan struct{}
+	mu        sync.Mutex
+	replies   map[string][]string
+	sent      int // every Send
+	approvals int // Sends with buttons
+	waiters   []waiter
 }
 
-func newAdapter() *adapter {
-	return &adapter{started: make(chan struct{}), replies: map[string][]string{}, done: make(chan struct{})}
+type waiter struct {
+	done  func(a *adapter) bool
+	ready chan struct{}
 }
 
-func (a *adapter) Name() string { return "chat" }
-func (a *adapter) Capabilities() channels.Capabilities {
-	return channels.Capabilities{MaxMessageLen: 4000, Dialect: channels.Plain}
+func newAdapter(buttons bool) *adapter {
+	return &adapter{started: make(chan struct{}), replies: map[string][]string{},
+		caps: channels.Capabilities{MaxMessageLen: 4000, Buttons: buttons, Dialect: channels.Plain}}
 }
+
+func (a *adapter) Name() string                        { return "chat" }
+func (a *adapter) Capabilities() channels.Capabilities { return a.caps }
 
 func (a *adapter) Start(ctx context.Context, h channels.Handler) error {
 	a.handler = h
@@ -207,54 +230,101 @@ func (a *adapter) Send(_ context.Context, loc channels.Location, m channels.Mess
 	at := time.Now()
 	text := strings.TrimSpace(m.Markdown())
 	if a.onSend != nil {
-		a.onSend(text, at)
+		a.onSend(loc, m, text, at)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.replies[loc.ChatID] = append(a.replies[loc.ChatID], text)
-	a.total++
-	if a.total == a.target {
-		close(a.done)
+	if a.record {
+		a.replies[loc.ChatID] = append(a.replies[loc.ChatID], text)
 	}
-	return channels.MessageRef{Location: loc, ID: strconv.Itoa(a.total)}, nil
+	a.sent++
+	if hasButtons(m) {
+		a.approvals++
+	}
+	a.wake()
+	return channels.MessageRef{Location: loc, ID: strconv.Itoa(a.sent)}, nil
 }
 
 func (a *adapter) Edit(context.Context, channels.MessageRef, channels.Message) error { return nil }
 
-// expect arms wait for n more replies.
-func (a *adapter) expect(n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.target = a.total + n
-	a.done = make(chan struct{})
+func hasButtons(m channels.Message) bool {
+	for _, p := range m.Parts {
+		if _, ok := p.(channels.Buttons); ok {
+			return true
+		}
+	}
+	return false
 }
 
-func (a *adapter) wait(ctx context.Context, limit time.Duration) error {
+// wake releases the waiters whose condition holds; a.mu held.
+func (a *adapter) wake() {
+	keep := a.waiters[:0]
+	for _, w := range a.waiters {
+		if w.done(a) {
+			close(w.ready)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	a.waiters = keep
+}
+
+// waitFor waits until done holds (checked under the adapter's lock after
+// every Send), at most limit.
+func (a *adapter) waitFor(ctx context.Context, limit time.Duration, what string, done func(a *adapter) bool) error {
 	a.mu.Lock()
-	done := a.done
-	a.mu.Unlock()
-	select {
-	case <-done:
+	if done(a) {
+		a.mu.Unlock()
 		return nil
-	case <-time.After(limit):
+	}
+	w := waiter{done: done, ready: make(chan struct{})}
+	a.waiters = append(a.waiters, w)
+	a.mu.Unlock()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+		return nil
+	case <-t.C:
 	case <-ctx.Done():
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return fmt.Errorf("only %d of %d replies arrived within %v", a.total, a.target, limit)
+	return fmt.Errorf("waiting for %s: only %d sends (%d approval messages) within %v", what, a.sent, a.approvals, limit)
 }
 
-func (a *adapter) inbound(ctx context.Context, conv int, text string) error {
-	loc := channels.Location{Channel: "chat", Account: "bot", ChatID: "user-" + strconv.Itoa(conv)}
-	user := "u" + strconv.Itoa(conv)
+// waitSent waits until n sends in total have happened.
+func (a *adapter) waitSent(ctx context.Context, n int, limit time.Duration) error {
+	return a.waitFor(ctx, limit, fmt.Sprintf("%d sends", n), func(a *adapter) bool { return a.sent >= n })
+}
+
+func (a *adapter) counts() (sent, approvals int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sent, a.approvals
+}
+
+// location and user of conversation c of the load.
+func location(c int) channels.Location {
+	return channels.Location{Channel: "chat", Account: "bot", ChatID: "user-" + strconv.Itoa(c)}
+}
+
+func user(c int) channels.User {
+	id := "u" + strconv.Itoa(c)
+	return channels.User{ID: id, Name: id}
+}
+
+// inbound hands message text of conversation c to the gateway; id makes
+// the platform event id unique.
+func (a *adapter) inbound(ctx context.Context, c int, id, text string) error {
 	return a.handler.OnInbound(ctx, channels.Inbound{
-		EventID: "ev-" + strconv.Itoa(conv) + "-" + text, Location: loc,
-		User: channels.User{ID: user, Name: user}, Text: text, DirectMessage: true, Mentioned: true, At: time.Now(),
+		EventID: "ev-" + strconv.Itoa(c) + "-" + id, Location: location(c),
+		User: user(c), Text: text, DirectMessage: true, Mentioned: true, At: time.Now(),
 	})
 }
 
 // checkOrder verifies that every conversation got its answers once and in
-// order.
+// order (phase A).
 func (a *adapter) checkOrder(convs, per int) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -264,70 +334,10 @@ func (a *adapter) checkOrder(convs, per int) error {
 			return fmt.Errorf("conversation %d got %d answers, want %d", c, len(got), per)
 		}
 		for m, r := range got {
-			if want := fmt.Sprintf("echo: c%d m%d", c, m); r != want {
+			if want := fmt.Sprintf("echo: c%d m%d", c, m); !strings.HasPrefix(r, want+" req=") {
 				return fmt.Errorf("conversation %d answer %d = %q, want %q", c, m, r, want)
 			}
 		}
 	}
 	return nil
-}
-
-// timings collects phase B's instants per message key.
-type timings struct {
-	mu                     sync.Mutex
-	armed                  bool
-	in, req, end, sendTime []time.Time
-}
-
-func newTimings() *timings { return &timings{} }
-
-func (t *timings) arm(n int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.armed = true
-	t.in, t.req, t.end, t.sendTime = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
-}
-
-func (t *timings) set(dst func() []time.Time, k int, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := dst(); t.armed && k >= 0 && k < len(s) && s[k].IsZero() {
-		s[k] = at
-	}
-}
-
-func (t *timings) inbound(k int, at time.Time) { t.set(func() []time.Time { return t.in }, k, at) }
-
-func (t *timings) respond(req fakemodel.Request) fakemodel.Step {
-	text := lastUserText(req)
-	if k, ok := keyOf([]byte(text)); ok {
-		t.set(func() []time.Time { return t.req }, k, req.Time)
-	}
-	return fakemodel.Step{Text: "echo: " + text}
-}
-
-func (t *timings) providerEnd(k int, at time.Time) {
-	t.set(func() []time.Time { return t.end }, k, at)
-}
-
-func (t *timings) sent(text string, at time.Time) {
-	if k, ok := keyOf([]byte(text)); ok {
-		t.set(func() []time.Time { return t.sendTime }, k, at)
-	}
-}
-
-func (t *timings) result(wall time.Duration) (resultB, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r := resultB{wall: wall}
-	for k := range t.in {
-		if t.in[k].IsZero() || t.req[k].IsZero() || t.end[k].IsZero() || t.sendTime[k].IsZero() {
-			return resultB{}, fmt.Errorf("message %d has incomplete timings (in %v, request %v, end %v, send %v)",
-				k, !t.in[k].IsZero(), !t.req[k].IsZero(), !t.end[k].IsZero(), !t.sendTime[k].IsZero())
-		}
-		r.in = append(r.in, t.req[k].Sub(t.in[k]))
-		r.out = append(r.out, t.sendTime[k].Sub(t.end[k]))
-		r.total = append(r.total, t.sendTime[k].Sub(t.in[k]))
-	}
-	return r, nil
 }

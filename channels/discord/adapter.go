@@ -123,9 +123,8 @@ type Adapter struct {
 
 	chans    channelCache
 	inter    interactionBook
-	dmMu     sync.Mutex
-	dms      map[string]string // user id → DM channel id
-	received receivedLog       // worker goroutine only
+	dms      *channels.Cache[string, string] // user id → DM channel id
+	received receivedLog                     // worker goroutine only
 
 	minBackoff, maxBackoff time.Duration
 	workers                int // interaction workers
@@ -213,13 +212,13 @@ func New(opts Options) (*Adapter, error) {
 		interactions: make(chan interaction, 64),
 		stop:         make(chan struct{}),
 		disconnected: make(chan struct{}, 1),
-		dms:          map[string]string{},
 		received:     newReceivedLog(20000),
 		minBackoff:   time.Second,
 		maxBackoff:   2 * time.Minute,
 		workers:      4,
 	}
-	a.chans.init(4096)
+	a.chans.init(4096, a.now)
+	a.dms = channels.NewCache[string, string](10000, dmTTL, a.now)
 	a.inter.init()
 	if id := botIDFromToken(opts.Token); id != "" {
 		a.me.Store(&identity{ID: id, AppID: opts.ApplicationID})

@@ -62,4 +62,13 @@
 // others for commands and OnAction; all of them end before Start returns.
 // discordgo's own reading and heartbeat goroutines end when the session is
 // closed, which Start does before returning.
+//
+// Memory: nothing grows with the number of chats. Channel facts (4,096,
+// each for an hour) and DM channels by user (10,000, a day) are bounded
+// caches (channels.Cache: least recently used out first, idle entries
+// expire); the received log
+// keeps the last 20,000 message ids and the newest id per channel (20,000,
+// then it starts over and catch-up falls back to its window); interaction
+// tokens expire after 15 minutes; exhausted rate-limit buckets are kept
+// while they last (past 4,096, the expired ones go).
 package discord

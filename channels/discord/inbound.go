@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -261,42 +261,34 @@ func (a *Adapter) download(ctx context.Context, u string) ([]byte, error) {
 	return data, nil
 }
 
-// channelCache remembers channels (type, parent, guild, owner), bounded:
-// when full it starts over.
+// channelCache remembers channels (type, parent, guild, owner): at most
+// max, least recently used out first, each for chanTTL (a channel nobody
+// wrote in for that long is asked about again).
 type channelCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]channelInfo
+	c *channels.Cache[string, channelInfo]
 }
 
-func (c *channelCache) init(max int) { c.max, c.m = max, map[string]channelInfo{} }
+// chanTTL is how long the adapter remembers a channel it heard nothing of;
+// dmTTL, a user's DM channel it did not open again.
+const (
+	chanTTL = time.Hour
+	dmTTL   = 24 * time.Hour
+)
 
-func (c *channelCache) get(id string) (channelInfo, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch, ok := c.m[id]
-	return ch, ok
+func (c *channelCache) init(max int, now func() time.Time) {
+	c.c = channels.NewCache[string, channelInfo](max, chanTTL, now)
 }
+
+func (c *channelCache) get(id string) (channelInfo, bool) { return c.c.Get(id) }
 
 func (c *channelCache) known(id string) bool {
 	_, ok := c.get(id)
 	return ok
 }
 
-func (c *channelCache) put(ch channelInfo) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		c.m = map[string]channelInfo{}
-	}
-	c.m[ch.ID] = ch
-}
+func (c *channelCache) put(ch channelInfo) { c.c.Put(ch.ID, ch) }
 
-func (c *channelCache) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, id)
-}
+func (c *channelCache) drop(id string) { c.c.Delete(id) }
 
 // receivedLog is what the worker has received: the messages handed over
 // (or deliberately ignored) and, per channel, the newest message id seen,

@@ -368,10 +368,7 @@ func (a *Adapter) DirectLocation(ctx context.Context, userID string) (channels.L
 		return channels.Location{}, channels.Permanent(fmt.Errorf("discord: %q is not a user id", userID))
 	}
 	loc := channels.Location{Channel: Name, Account: a.Account()}
-	a.dmMu.Lock()
-	id, ok := a.dms[userID]
-	a.dmMu.Unlock()
-	if ok {
+	if id, ok := a.dms.Get(userID); ok {
 		loc.ChatID = id
 		return loc, nil
 	}
@@ -385,12 +382,7 @@ func (a *Adapter) DirectLocation(ctx context.Context, userID string) (channels.L
 	}
 	ch.Type = chanDM
 	a.chans.put(ch)
-	a.dmMu.Lock()
-	if len(a.dms) > 10000 {
-		a.dms = map[string]string{}
-	}
-	a.dms[userID] = ch.ID
-	a.dmMu.Unlock()
+	a.dms.Put(userID, ch.ID)
 	loc.ChatID = ch.ID
 	return loc, nil
 }

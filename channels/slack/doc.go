@@ -63,4 +63,10 @@
 // concurrent. In HTTP mode events are handed over on the HTTP server's
 // goroutines. Every goroutine the adapter starts ends before Start returns
 // (the SDK's websocket reader ends when its connection closes, just after).
+//
+// Memory: nothing grows with the number of chats. The adapter's memories
+// are LRU maps whose entries also expire (cache.go): display names (2,000,
+// 1 h), accepted event and message ids (20,000, 2 h), threads the bot
+// posted in (5,000, 7 days), the newest message seen per thread for
+// catch-up (5,000, 2 h).
 package slack

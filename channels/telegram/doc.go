@@ -45,4 +45,6 @@
 // the HTTP server's goroutines, concurrently as Telegram delivers. The
 // adapter starts no goroutines of its own (the library starts one per
 // request to stream its body, which ends with the request).
+//
+// Memory: the adapter keeps nothing per chat or user.
 package telegram

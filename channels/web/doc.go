@@ -39,6 +39,11 @@
 // Capabilities may be called from any goroutine, also while Start runs and
 // while the HTTP handler serves requests; one mutex guards the in-memory
 // state (sessions, the last 200 messages of each chat, files).
+// Memory is bounded, not per chat: at most 64 logins, 500 chats, 200
+// messages per chat and 4,000 over all chats (past that, and after 15 idle
+// minutes, chats nobody watches are dropped, least recently changed first;
+// their pages reload them from History), files only of kept messages, and
+// failed logins of at most 4,096 client addresses for a minute.
 // Send and Edit never block on the page: subscribers get a one-slot wake-up
 // signal and pull the messages that changed, so a slow or gone browser costs
 // nothing and cannot miss a change (changes coalesce). The adapter starts no

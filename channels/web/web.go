@@ -23,9 +23,17 @@ const Name = "web"
 const Account = "local"
 
 const (
-	maxMessages       = 200 // kept per chat for reconnecting pages
-	maxChats          = 500 // chats kept in memory; the least recent idle one goes first
-	maxSessions       = 64  // logins kept; the oldest goes first
+	maxMessages = 200 // kept per chat for reconnecting pages
+	maxChats    = 500 // chats kept in memory; the least recent idle one goes first
+	// maxKept bounds the messages kept over all chats: past it the least
+	// recently changed chats nobody watches go first.
+	maxKept = 4000
+	// chatIdle: a chat nobody watches that did not change for this long is
+	// dropped (its page reloads what it needs from History); chats are
+	// swept at most every sweepEvery, when one is created.
+	chatIdle          = 15 * time.Minute
+	sweepEvery        = time.Minute
+	maxSessions       = 64 // logins kept; the oldest goes first
 	sessionTTL        = 30 * 24 * time.Hour
 	keepaliveInterval = 15 * time.Second
 	defaultMaxUpload  = 10 << 20
@@ -55,7 +63,8 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them. The token is never
 	// logged.
 	Logger *slog.Logger
-	// Now is the clock of the login rate limit; nil means time.Now.
+	// Now is the clock of the login rate limit and of chat idleness; nil
+	// means time.Now.
 	Now func() time.Time
 }
 
@@ -71,6 +80,7 @@ type Adapter struct {
 	epoch        string // distinguishes this process's event ids from an earlier one's
 	mux          http.Handler
 	logins       *loginLimiter
+	now          func() time.Time
 
 	mu        sync.Mutex
 	handler   channels.Handler
@@ -86,6 +96,8 @@ type Adapter struct {
 	files     map[string]storedFile
 	subs      map[*subscriber]struct{}
 	commands  []viewCommand // the gateway's table, for the page's hints
+	kept      int           // messages over all chats
+	swept     time.Time     // last sweep of idle chats
 }
 
 // chat is the in-memory state of one web location.
@@ -137,6 +149,9 @@ func New(opts Options) *Adapter {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	a := &Adapter{
 		token:     []byte(opts.Token),
 		user:      opts.User,
@@ -150,6 +165,7 @@ func New(opts Options) *Adapter {
 		files:     map[string]storedFile{},
 		subs:      map[*subscriber]struct{}{},
 		logins:    newLoginLimiter(opts.Now),
+		now:       opts.Now,
 
 		sessionStore: opts.Sessions,
 		oneTime:      opts.OneTimeToken,
@@ -388,43 +404,76 @@ func (a *Adapter) chat(id string) *chat {
 	if c, ok := a.chats[id]; ok {
 		return c
 	}
-	c := &chat{id: id, updated: time.Now()}
+	now := a.now()
+	if now.Sub(a.swept) >= sweepEvery {
+		a.swept = now
+		a.dropIdleChats(now)
+	}
+	c := &chat{id: id, updated: now}
 	a.chats[id] = c
-	if len(a.chats) > maxChats {
-		a.evictChat()
+	for len(a.chats) > maxChats && a.evictChat(c) {
 	}
 	return c
 }
 
-func (a *Adapter) evictChat() {
-	watched := map[string]bool{}
+// watched returns the chats an event stream is open on.
+func (a *Adapter) watched() map[string]bool {
+	w := map[string]bool{}
 	for s := range a.subs {
-		watched[s.chat] = true
+		w[s.chat] = true
 	}
+	return w
+}
+
+// dropIdleChats drops the chats nobody watches that did not change within
+// chatIdle.
+func (a *Adapter) dropIdleChats(now time.Time) {
+	watched := a.watched()
+	for id, c := range a.chats {
+		if !watched[id] && now.Sub(c.updated) >= chatIdle {
+			a.dropChat(c)
+		}
+	}
+}
+
+// evictChat drops the least recently changed chat nobody watches, other
+// than keep; false when there is none.
+func (a *Adapter) evictChat(keep *chat) bool {
+	watched := a.watched()
 	var oldest *chat
 	for _, c := range a.chats {
-		if !watched[c.id] && (oldest == nil || c.updated.Before(oldest.updated)) {
+		if c != keep && !watched[c.id] && (oldest == nil || c.updated.Before(oldest.updated)) {
 			oldest = c
 		}
 	}
 	if oldest == nil {
-		return
+		return false
 	}
-	for _, m := range oldest.msgs {
+	a.dropChat(oldest)
+	return true
+}
+
+func (a *Adapter) dropChat(c *chat) {
+	for _, m := range c.msgs {
 		a.dropFiles(m.files)
 	}
-	delete(a.chats, oldest.id)
+	a.kept -= len(c.msgs)
+	delete(a.chats, c.id)
 }
 
 func (a *Adapter) appendMessage(c *chat, m *message) {
 	c.msgs = append(c.msgs, m)
+	a.kept++
 	if n := len(c.msgs) - maxMessages; n > 0 {
 		for _, old := range c.msgs[:n] {
 			a.dropFiles(old.files)
 		}
 		c.msgs = slices.Delete(c.msgs, 0, n)
+		a.kept -= n
 	}
 	a.touch(c.id, m)
+	for a.kept > maxKept && a.evictChat(c) {
+	}
 }
 
 // touch records a change of m in chat id and wakes the chat's streams.
@@ -432,7 +481,7 @@ func (a *Adapter) touch(chatID string, m *message) {
 	a.seq++
 	m.seq = a.seq
 	if c, ok := a.chats[chatID]; ok {
-		c.updated = time.Now()
+		c.updated = a.now()
 	}
 	a.wakeChat(chatID)
 }

@@ -11,7 +11,8 @@
 //	}
 //
 // The suite checks behaviour through the ports only and imports nothing
-// but gateway and the standard library. Beyond the ports' doc comments it
+// but gateway, agentcore (for the types in the ports) and the standard
+// library. Beyond the ports' doc comments it
 // pins down what the gateway relies on:
 //
 //   - dedupe keys are global (not per conversation) and are forgotten after

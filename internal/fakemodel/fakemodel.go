@@ -135,6 +135,7 @@ type Server struct {
 	active    int           // chat-completions handlers running
 	closeOnce sync.Once
 	seq       int
+	discard   bool // keep no requests (long-running load)
 }
 
 // New starts a fake on 127.0.0.1 answering from steps and closes it when the
@@ -189,6 +190,16 @@ func (s *Server) SetResponder(f func(req Request) Step) {
 	s.responder = f
 }
 
+// DiscardRequests stops recording requests, so a fake that serves a long
+// load keeps no memory per request; Requests and WaitRequests then see
+// none of the later ones.
+func (s *Server) DiscardRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.discard = true
+	s.requests = nil
+}
+
 // Remaining is the number of scripted steps not yet used.
 func (s *Server) Remaining() int {
 	s.mu.Lock()
@@ -233,9 +244,11 @@ func (s *Server) WaitRequests(ctx context.Context, n int) error {
 // when the script is exhausted and there is no responder.
 func (s *Server) record(req Request) (step Step, id string, ok bool) {
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if !s.discard {
+		s.requests = append(s.requests, req)
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
 	s.seq++
 	id = fmt.Sprintf("chatcmpl-fake-%d", s.seq)
 	if len(s.script) > 0 {
