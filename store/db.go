@@ -62,7 +62,7 @@ type DB struct {
 
 	// decisionEdit renders the edit of an approval's posted copies for
 	// decisions made through Decide (SetDecisionEdit).
-	decisionEdit atomic.Pointer[func(agentcore.Approval) []byte]
+	decisionEdit  atomic.Pointer[func(agentcore.Approval) []byte]
 	count         counters // see Stats
 	settingsCache settingsCache
 
