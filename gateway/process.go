@@ -98,11 +98,13 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 			in.Kind = agentcore.InputNotification
 			in.TaskID = pl.Task
 		}
-		in.MessageID = inputID(it)
 		if mode == QueueSteer && it.Kind == ItemMessage {
 			in.Steer, in.Steered = p.steerer(it)
 		}
 	}
+	// A resume too: a retried one whose turn already ended (the process
+	// died before the item completed) then returns that turn's answer.
+	in.MessageID = inputID(it)
 	in.Location = it.Location
 	in.DenyAsks = e.channel(loc.Channel).DenyAsks
 	in.TurnID = "turn-" + newToken()[:12]
@@ -153,13 +155,11 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	if res.Deferred || res.Idle {
 		// Nothing new to show: a notification kept for the parked turn, or
 		// a resume another turn already settled.
-		if res.Idle && parked != nil {
-			if err := st.SetSetting(context.WithoutCancel(ctx), parkedScope(it.ConversationID), settingParked, ""); err != nil {
-				e.log.Warn("forget the parked turn's message", "conversation", it.ConversationID, "err", err)
-			}
-		}
 		if _, err := st.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID); err != nil {
 			return false, fmt.Errorf("complete item %d: %w", it.ID, err)
+		}
+		if res.Idle && parked != nil {
+			p.rememberParked(ctx, it.ConversationID, "")
 		}
 		s.liveEnd(ctx, res)
 		return false, nil
@@ -172,22 +172,23 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 		}
 	}
 	out := p.finalItems(ctx, s, loc, res)
+	// A parking turn's message is remembered before the item completes (a
+	// crash in between reruns the item, which parks again); a resumed
+	// turn's is forgotten only after: a crash in between reruns the
+	// resume, which must still find the message to finish.
 	parks := res.StopReason == agentcore.StopRequiresApproval || res.StopReason == agentcore.StopWaitingForTask
-	if parked != nil || parks {
-		val := ""
-		if parks {
-			b, _ := json.Marshal(s.view.parked(loc.String(), s.pageRefs(), nil))
-			val = string(b)
-		}
-		if err := st.SetSetting(context.WithoutCancel(ctx), parkedScope(it.ConversationID), settingParked, val); err != nil {
-			e.log.Warn("remember the parked turn's message", "conversation", it.ConversationID, "err", err)
-		}
+	if parks {
+		b, _ := json.Marshal(s.view.parked(loc.String(), s.pageRefs(), nil))
+		p.rememberParked(ctx, it.ConversationID, string(b))
 	}
 	// The final reply is enqueued in the same transaction that completes the
 	// item: a crash before it re-runs the item (the turn continues from its
 	// transcript), a crash after it delivers the reply.
 	if _, err := st.CompleteWithOutbound(context.WithoutCancel(ctx), it.ID, out...); err != nil {
 		return false, fmt.Errorf("complete item %d: %w", it.ID, err)
+	}
+	if parked != nil && !parks {
+		p.rememberParked(ctx, it.ConversationID, "")
 	}
 	for _, extra := range items[1:] {
 		if err := st.Complete(context.WithoutCancel(ctx), extra.ID); err != nil && !errors.Is(err, ErrNotFound) {
@@ -197,6 +198,14 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	s.liveEnd(ctx, res)
 	p.outbox.kick()
 	return false, nil
+}
+
+// rememberParked stores the message of the conversation's parked turn
+// (view: a parkedView in JSON), or forgets it ("").
+func (p *processor) rememberParked(ctx context.Context, conv, view string) {
+	if err := p.env.opts.Store.SetSetting(context.WithoutCancel(ctx), parkedScope(conv), settingParked, view); err != nil {
+		p.env.log.Warn("remember the parked turn's message", "conversation", conv, "err", err)
+	}
 }
 
 // finalItems builds the outbox items of a turn's final message: edits of
