@@ -390,6 +390,7 @@ func (t *turn) execute(ctx context.Context, asst Message, plans []callPlan) ([]T
 			outcome = OutcomeOK
 		}
 		msgs = append(msgs, Message{
+			ID:         t.resultID(p.call.ID),
 			Role:       RoleTool,
 			ToolCallID: p.call.ID,
 			ToolName:   p.call.Name,

@@ -271,6 +271,44 @@ func TestApprovalAllowResumes(t *testing.T) {
 	}
 }
 
+// A resume the host retries because it died after the resumed turn stored
+// its answer, before recording the end, returns that answer and tells the
+// host the turn's results and texts again — without calling the model. A
+// resume of another item still finds nothing to do.
+func TestRetriedResumeReturnsItsAnswer(t *testing.T) {
+	w := newWorld(t)
+	ag := w.agent(agentOpts{})
+	conv := w.conversation(ag)
+	ap := park(t, w, ag, conv, "call_1")
+	if _, ok, err := ag.Decide(context.Background(), ap.ID, agentcore.Decision{State: agentcore.ApprovalAllowed, By: "telegram:4242"}); !ok || err != nil {
+		t.Fatalf("decide: %v %v", ok, err)
+	}
+	w.model.Push(fakemodel.Step{Text: "made it"})
+	in := agentcore.Input{Kind: agentcore.InputResume, MessageID: "in-c-7"}
+	if res := turn(t, ag, conv, in, nil); res.StopReason != agentcore.StopEndTurn || res.Text != "made it" {
+		t.Fatalf("resume ended %s %q (%s)", res.StopReason, res.Text, res.Error)
+	}
+	var ev events
+	res := turn(t, ag, conv, in, &ev)
+	if res.StopReason != agentcore.StopEndTurn || res.Text != "made it" || res.Idle {
+		t.Fatalf("retried resume ended %s %q idle=%v, want the stored answer", res.StopReason, res.Text, res.Idle)
+	}
+	if n := len(w.model.Requests()); n != 2 {
+		t.Fatalf("model got %d requests, want 2", n)
+	}
+	results, texts := ev.ofType(agentcore.EventToolResult), ev.ofType(agentcore.EventAssistantMessage)
+	if len(results) != 1 || results[0].ToolCallID != "call_1" || results[0].Outcome != agentcore.OutcomeOK || len(texts) != 1 || texts[0].Text != "made it" {
+		t.Fatalf("retried resume told the host results %+v, texts %+v", results, texts)
+	}
+	if res := turn(t, ag, conv, agentcore.Input{Kind: agentcore.InputResume, MessageID: "in-c-8"}, nil); !res.Idle {
+		t.Fatalf("another item's resume ended %s %q, want idle", res.StopReason, res.Text)
+	}
+	if n := len(w.model.Requests()); n != 2 {
+		t.Fatalf("model got %d requests, want 2", n)
+	}
+	agentcoretest.CheckTranscript(t, w.messages(conv), false)
+}
+
 func TestApprovalDenyTellsModelWhy(t *testing.T) {
 	w := newWorld(t)
 	ag := w.agent(agentOpts{})

@@ -37,7 +37,10 @@ type Input struct {
 	Origin  string
 	// MessageID, when set, is the id the input's message gets. A host that
 	// retries an input after a crash passes the same id, and the turn
-	// continues instead of appending the input twice.
+	// continues instead of appending the input twice. A resume has no
+	// message of its own: the tool results it appends carry ids made from
+	// it (resultID), so a retried resume whose turn already ended returns
+	// that turn's answer instead of finding nothing to do.
 	MessageID string
 	// Steer, when set, is asked at each step boundary for messages that
 	// arrived while the turn worked (queue mode steer); each is appended as
@@ -252,12 +255,16 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 	t.memoryNotified = lastMemoryRevision(view, t.conv.PromptRevision)
 
-	// An input whose message is already in view was appended by an earlier
-	// attempt that died (the host retries its queue item): continue that
-	// turn instead of appending the input again.
-	replay := t.in.Kind != InputResume && t.in.MessageID != "" && hasMessage(view, t.in.MessageID)
-	if replay {
+	replay, from := false, -1
+	// An input whose message (a resume: one of its results) is already in
+	// view was appended by an earlier attempt that died (the host retries
+	// its queue item): continue that turn instead of appending the input
+	// again. When that turn already ended, its answer is the result: the
+	// attempt died before the host recorded the end (and sent the reply).
+	if from = t.replayFrom(view); from >= 0 {
+		replay = true
 		if last := view[len(view)-1]; last.Role == RoleAssistant && len(last.ToolCalls) == 0 && last.ID != t.in.MessageID {
+			t.replayed(view[from:])
 			return TurnResult{StopReason: StopEndTurn, Text: last.Text()}, nil
 		}
 	}
@@ -289,6 +296,13 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			// The decided calls already have results (an earlier attempt
 			// of this resume, or of this input, died before the next model
 			// call): continue with that call, so the answer still comes.
+			// What the dead attempt stored is told again first, so the
+			// host's message shows the calls' outcomes.
+			if replay {
+				t.replayed(view[from:])
+			} else {
+				t.replayed(view[trailingResults(view):])
+			}
 			if err := t.deliverDeferred(ctx); err != nil {
 				return TurnResult{}, err
 			}
@@ -588,6 +602,16 @@ func endsWithToolResults(view []Message) bool {
 	return len(view) > 0 && view[len(view)-1].Role == RoleTool
 }
 
+// trailingResults is the index of the first of the tool results that end
+// view.
+func trailingResults(view []Message) int {
+	i := len(view)
+	for i > 0 && view[i-1].Role == RoleTool {
+		i--
+	}
+	return i
+}
+
 // lastAssistantText is the text of the view's last assistant message, if it
 // ends the view.
 func lastAssistantText(view []Message) string {
@@ -595,6 +619,55 @@ func lastAssistantText(view []Message) string {
 		return view[len(view)-1].Text()
 	}
 	return ""
+}
+
+// replayFrom is the index in view of the first message this turn's input
+// appended in an earlier attempt (its message; for a resume, its first
+// result), or -1.
+func (t *turn) replayFrom(view []Message) int {
+	if t.in.MessageID == "" {
+		return -1
+	}
+	for i, m := range view {
+		if m.ID == t.in.MessageID || (t.in.Kind == InputResume && strings.HasPrefix(m.ID, t.in.MessageID+"/")) {
+			return i
+		}
+	}
+	return -1
+}
+
+// resultID is the message id of a call's result: one made from a resume's
+// input id (see replayFrom), else "" (the store assigns one).
+func (t *turn) resultID(callID string) string {
+	if t.in.Kind != InputResume || t.in.MessageID == "" {
+		return ""
+	}
+	return t.in.MessageID + "/" + callID
+}
+
+// replayed tells the host again what an earlier attempt of this turn
+// stored from the input on (tail), before the attempt died with the events
+// it had emitted: the results, calls and texts, so the host's final
+// message shows them (a resumed turn's parked calls their outcome).
+func (t *turn) replayed(tail []Message) {
+	for _, m := range tail {
+		switch m.Role {
+		case RoleAssistant:
+			if text := m.Text(); text != "" {
+				t.em.emit(Event{Type: EventAssistantMessage, RunID: m.RunID, UUID: m.ID, OTID: m.ID, Text: text})
+			}
+			for _, c := range m.ToolCalls {
+				title, kind := t.a.deps.Tools.Describe(c.Name, json.RawMessage(c.Arguments))
+				t.em.emit(Event{Type: EventToolCall, RunID: m.RunID, UUID: m.ID, ToolCallID: c.ID, ToolName: c.Name, Arguments: jsonOrString(c.Arguments), Title: title, Kind: kind})
+			}
+		case RoleTool:
+			text := ""
+			if len(m.Parts) > 0 {
+				text = m.Parts[0].Text
+			}
+			t.em.emit(Event{Type: EventToolResult, RunID: m.RunID, UUID: m.ID, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: text, IsError: m.IsError, Outcome: m.Outcome})
+		}
+	}
 }
 
 func hasMessage(view []Message, id string) bool {

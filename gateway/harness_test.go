@@ -53,6 +53,9 @@ type harness struct {
 	clock     *clock
 	cancel    context.CancelFunc
 	done      chan error
+	// agent and opts rebuild the gateway on the same data (restart).
+	agent *agentcore.Agent
+	opts  harnessOpts
 }
 
 type harnessOpts struct {
@@ -69,6 +72,9 @@ type harnessOpts struct {
 	deny       []permission.Rule
 	memoryDir  string
 	memoryRoot string
+	// store, when set, is what the first gateway uses instead of the
+	// database (a test's hooks around it); restart uses the database.
+	store func(*store.DB) gateway.Store
 }
 
 func newHarness(t testing.TB, o harnessOpts, steps ...fakemodel.Step) *harness {
@@ -110,13 +116,27 @@ func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ..
 			Runner: sandbox.NewRunner(sandbox.Options{Redactor: red}), Redactor: red, Env: []string{"PATH=/usr/bin:/bin"}},
 		Now: h.clock.Now,
 	})
+	h.agent, h.opts = ag, o
 	caps := channels.Capabilities{MaxMessageLen: 4000, Edit: !o.noEdit, Buttons: true, Dialect: channels.Plain}
 	h.chat = channelstest.New("chat", caps)
 	h.phone = channelstest.New("phone", caps)
-	h.gw, err = gateway.New(gateway.Options{
-		Store:        db,
-		Agents:       map[string]*agentcore.Agent{"main": ag},
-		AgentStore:   db,
+	var st gateway.Store = db
+	if o.store != nil {
+		st = o.store(db)
+	}
+	h.gw = h.newGateway(st, pick(chat, h.chat))
+	h.start(chat == nil)
+	return h
+}
+
+// newGateway builds the harness's gateway over st with chat as the
+// "chat" channel.
+func (h *harness) newGateway(st gateway.Store, chat channels.Adapter) *gateway.Gateway {
+	o := h.opts
+	gw, err := gateway.New(gateway.Options{
+		Store:        st,
+		Agents:       map[string]*agentcore.Agent{"main": h.agent},
+		AgentStore:   h.db,
 		AgentOptions: map[string]gateway.AgentOptions{"main": {ApprovalRoutes: o.routes, MaxTasks: o.maxTasks}},
 		Channels: map[string]gateway.ChannelOptions{
 			"chat":  {AllowUsers: []string{"alice", "bob"}, Admins: []string{"admin"}, AllowAll: o.allowAll, RequireMention: true, QueueMode: o.queueMode, EditInterval: time.Millisecond},
@@ -125,12 +145,19 @@ func newHarnessWith(t testing.TB, o harnessOpts, chat channels.Adapter, steps ..
 		ApprovalTimeout: o.timeout,
 		Now:             h.clock.Now,
 		ModelProblem:    o.modelProblem,
-	}, pick(chat, h.chat), h.phone)
+	}, chat, h.phone)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	h.start(chat == nil)
-	return h
+	return gw
+}
+
+// restart stops the gateway and starts a new one on the same database
+// and fakes, as a process started after a crash would.
+func (h *harness) restart() {
+	h.stop()
+	h.gw = h.newGateway(h.db, h.chat)
+	h.start(false)
 }
 
 func pick(a channels.Adapter, fallback *channelstest.Adapter) channels.Adapter {

@@ -95,11 +95,13 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 			in.Kind = agentcore.InputNotification
 			in.TaskID = pl.Task
 		}
-		in.MessageID = inputID(it)
 		if mode == QueueSteer && it.Kind == ItemMessage {
 			in.Steer, in.Steered = p.steerer(it)
 		}
 	}
+	// A resume too: a retried one whose turn already ended (the process
+	// died before the item completed) then returns that turn's answer.
+	in.MessageID = inputID(it)
 	in.Location = it.Location
 	in.DenyAsks = e.channel(loc.Channel).DenyAsks
 	in.TurnID = "turn-" + newToken()[:12]
