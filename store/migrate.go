@@ -27,10 +27,14 @@ type migration struct {
 	step func(ctx context.Context, tx *sql.Tx) error
 }
 
-// goSteps are the migrations' Go steps, by file name without the number
-// (so renumbering a migration keeps its step).
-var goSteps = map[string]func(ctx context.Context, tx *sql.Tx) error{
-	"prompts.sql": movePrompts,
+// goStep is a migration's Go step, by file name without the number (so
+// renumbering a migration keeps its step); nil when it has none.
+func goStep(name string) func(ctx context.Context, tx *sql.Tx) error {
+	switch name {
+	case "prompts.sql":
+		return movePrompts
+	}
+	return nil
 }
 
 // migrations returns the embedded migrations in version order.
@@ -55,7 +59,7 @@ func migrations() ([]migration, error) {
 			return nil, fmt.Errorf("read migration %s: %w", name, err)
 		}
 		_, rest, _ := strings.Cut(name, "_")
-		ms = append(ms, migration{version: v, name: name, sql: string(body), step: goSteps[rest]})
+		ms = append(ms, migration{version: v, name: name, sql: string(body), step: goStep(rest)})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i := range ms {
