@@ -399,6 +399,7 @@ func TestAPIStreamSurvivesDropsAndRestart(t *testing.T) {
 	var applied []string // ids of the events applied, in order
 	var snapshots [][]client.Entry
 	reconnects, killed, dead := 0, false, ""
+	opened := map[int]bool{}
 	acc := f.Accumulator()
 	for {
 		ev, err := f.Next(ctx)
@@ -416,7 +417,10 @@ func TestAPIStreamSurvivesDropsAndRestart(t *testing.T) {
 		case ev.Type == client.EventToolResult:
 			var n int
 			fmt.Sscanf(ev.ToolCallID, "call_%d", &n)
-			if n >= 1 && n <= steps {
+			// A retried turn tells its stored results again (same uuid):
+			// each gate opens once.
+			if n >= 1 && n <= steps && !opened[n+1] {
+				opened[n+1] = true
 				close(gates[n+1])
 			}
 		case ev.Type == client.EventReasoningDelta && !killed && strings.HasPrefix(ev.Text, fmt.Sprintf("step %d", killAt)):
