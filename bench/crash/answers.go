@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
+	"github.com/switchboard-gw/switchboard/channels/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
 )
 
+// botMessages are the bot's messages on every platform, as they are now.
 func (c *campaign) botMessages() []botMessage {
 	created := map[int64]telegramtest.Call{}
 	lastSet := map[int64]time.Time{}
@@ -26,7 +28,14 @@ func (c *campaign) botMessages() []botMessage {
 	var out []botMessage
 	for _, m := range c.tg.Messages() {
 		cr := created[m.ID]
-		out = append(out, botMessage{Message: m, createdText: cr.Params["text"], createdAt: cr.Received, lastSet: lastSet[m.ID]})
+		out = append(out, botMessage{platform: platformTelegram, place: telegramPlace(m.ChatID, m.ThreadID), id: strconv.FormatInt(m.ID, 10),
+			text: m.Text, markup: m.Markup, createdText: cr.Params["text"], createdAt: cr.Received, lastSet: lastSet[m.ID]})
+	}
+	if c.sl != nil {
+		out = append(out, slackBotMessages(c.sl.Messages(slacktest.General), c.sl.Calls())...)
+	}
+	if c.dc != nil {
+		out = append(out, discordBotMessages(c.discordMessages(), c.dc.Calls(""))...)
 	}
 	return out
 }
@@ -49,13 +58,14 @@ func (c *campaign) killedAfter(t time.Time) bool {
 func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 	// finals[msg] are the tokens whose complete answer a sent outbox item
 	// put on message msg; sends[msg] is the send item that created msg.
-	finals := map[int64]map[string]bool{}
-	sends := map[int64]outboxRow{}
+	finals := map[string]map[string]bool{}
+	sends := map[string]outboxRow{}
 	for _, o := range f.outbox {
-		id, err := strconv.ParseInt(o.messageID, 10, 64)
-		if err != nil || !o.sent {
+		if o.messageID == "" || !o.sent {
 			continue
 		}
+		platform, _, _ := strings.Cut(o.location, ":")
+		id := platform + "#" + o.messageID
 		if o.kind == "send" {
 			sends[id] = o
 		}
@@ -68,16 +78,23 @@ func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 	}
 	byToken := map[string][]botMessage{}
 	for _, m := range c.botMessages() {
-		if mt := ansRE.FindStringSubmatch(m.Text); mt != nil {
+		if mt := ansRE.FindStringSubmatch(m.text); mt != nil {
 			byToken[mt[1]] = append(byToken[mt[1]], m)
 		}
 	}
 	for _, ep := range c.episodeList() {
+		pf := r.platform(ep.chat.platform)
+		pf.messages++
+		if ep.down {
+			pf.down++
+		}
 		var mine []botMessage
+		place := c.placeOf(ep.chat)
 		for _, m := range byToken[ep.token] {
-			if m.ChatID != ep.chat.id || m.ThreadID != ep.chat.thread {
+			if m.place != place {
 				r.misplaced++
-				r.fail(ep.token, "its answer (message %d) went to chat %d thread %d instead of %s", m.ID, m.ChatID, m.ThreadID, ep.chat.name)
+				pf.misplaced++
+				r.fail(ep.token, "its answer (%s) went to %s instead of %s (%s)", m.key(), m.place, place, ep.chat.name)
 				continue
 			}
 			mine = append(mine, m)
@@ -85,30 +102,33 @@ func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 		if !ep.wantsAnswer() {
 			r.superseded++
 			if len(mine) > 0 {
-				r.fail(ep.token, "it was superseded by a newer message, yet message %d answers it", mine[0].ID)
+				r.fail(ep.token, "it was superseded by a newer message, yet message %s answers it", mine[0].key())
 			}
 			continue
 		}
 		var good *botMessage
 		for i := range mine {
-			if finals[mine[i].ID][ep.token] && endRE.MatchString(mine[i].Text) {
+			if finals[mine[i].key()][ep.token] && endRE.MatchString(mine[i].text) {
 				good = &mine[i]
 				break
 			}
 		}
 		if good == nil {
 			r.lost++
+			pf.lost++
 			r.fail(ep.token, "never answered: %s", lostCause(ep, f, mine))
 			continue
 		}
 		r.answered++
+		pf.answered++
 		if at, ok := c.answered[ep.token]; ok && !ep.late {
 			r.latencies = append(r.latencies, at.Sub(ep.sentAt))
 		}
 		for _, m := range mine {
-			if m.ID == good.ID {
+			if m.id == good.id {
 				continue
 			}
+			pf.dup++
 			switch cause := c.duplicateCause(ep.token, m, *good, finals, sends); cause {
 			case "send-then-crash":
 				r.dupSendCrash++
@@ -116,20 +136,47 @@ func (c *campaign) checkAnswers(r *report, f *dbFacts) {
 				r.dupStream++
 			default:
 				r.dupOther++
-				r.fail(ep.token, "answered twice: message %d besides %d (%s); calls on %d: %s",
-					m.ID, good.ID, cause, m.ID, c.callsOn(m.ID))
+				r.fail(ep.token, "answered twice: message %s besides %s (%s); calls on it: %s",
+					m.key(), good.id, cause, c.callsOn(m))
 			}
 		}
 	}
 }
 
-// callsOn lists the successful calls that created or changed message id,
+// placeOf is where the chat's answers belong.
+func (c *campaign) placeOf(ch *chat) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ch.placeLocked()
+}
+
+// callsOn lists the successful calls that created or changed message m,
 // with the run that made them.
-func (c *campaign) callsOn(id int64) string {
+func (c *campaign) callsOn(m botMessage) string {
 	var parts []string
-	for _, call := range c.tg.Calls() {
-		if call.Status == 200 && (call.MessageID == id || call.Method == "editMessageText" && call.Int("message_id") == id) {
-			parts = append(parts, fmt.Sprintf("%s at %.3fs (run %d)", call.Method, c.log.since(call.Received).Seconds(), c.runAt(call.Received)))
+	add := func(what string, at time.Time) {
+		parts = append(parts, fmt.Sprintf("%s at %.3fs (run %d)", what, c.log.since(at).Seconds(), c.runAt(at)))
+	}
+	switch m.platform {
+	case platformTelegram:
+		id, _ := strconv.ParseInt(m.id, 10, 64)
+		for _, call := range c.tg.Calls() {
+			if call.Status == 200 && (call.MessageID == id || call.Method == "editMessageText" && call.Int("message_id") == id) {
+				add(call.Method, call.Received)
+			}
+		}
+	case platformSlack:
+		add("chat.postMessage", m.createdAt)
+		for _, call := range c.sl.Calls("chat.update") {
+			if call.Error == "" && call.Params["ts"] == m.id {
+				add(call.Method, call.At)
+			}
+		}
+	case platformDiscord:
+		for _, call := range c.dc.Calls("") {
+			if call.Status/100 == 2 && strings.Contains(call.Path, "/messages") && (strings.HasSuffix(call.Path, "/"+m.id) || bodyField(call.Body, "content") == m.createdText && call.Method == "POST") {
+				add(call.Method+" "+call.Path, call.At)
+			}
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -146,13 +193,13 @@ func (c *campaign) runAt(t time.Time) int {
 }
 
 // duplicateCause says why m shows the answer to token besides good.
-func (c *campaign) duplicateCause(token string, m, good botMessage, finals map[int64]map[string]bool, sends map[int64]outboxRow) string {
-	if finals[m.ID][token] {
+func (c *campaign) duplicateCause(token string, m, good botMessage, finals map[string]map[string]bool, sends map[string]outboxRow) string {
+	if finals[m.key()][token] {
 		return "the outbox delivered the final answer twice"
 	}
 	// The outbox sent good's item once before, as m, and the run died
 	// before it recorded that send: the documented send-then-crash window.
-	if o, ok := sends[good.ID]; ok && o.created.Before(m.createdAt) && m.createdText == good.createdText && c.killedAfter(m.createdAt) {
+	if o, ok := sends[good.key()]; ok && o.created.Before(m.createdAt) && m.createdText == good.createdText && c.killedAfter(m.createdAt) {
 		return "send-then-crash"
 	}
 	// A message a turn was streaming when its run was killed; the retried

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/switchboard-gw/switchboard/channels/slack/slacktest"
 )
 
 // checkApprovals: every ask was shown, decided once by its decider (or is
@@ -18,6 +22,8 @@ func (c *campaign) checkApprovals(r *report, f *dbFacts) {
 			continue
 		}
 		r.asks++
+		pf := r.platform(ep.chat.platform)
+		pf.asks++
 		shown := c.shown[ep.token]
 		r.askPosts += len(shown)
 		if len(shown) > 1 {
@@ -33,7 +39,7 @@ func (c *campaign) checkApprovals(r *report, f *dbFacts) {
 			continue
 		}
 		a := aps[0]
-		want, by := "denied", userName(ep.decider)
+		want, by := "denied", c.userName(ep.chat, ep.decider)
 		if ep.approve {
 			want = "allowed"
 		}
@@ -46,59 +52,106 @@ func (c *campaign) checkApprovals(r *report, f *dbFacts) {
 			r.fail(ep.token, "its approval %s is still pending; want %s by %s", a.id, want, by)
 		case a.state != want || a.decidedBy != by:
 			r.decided++
+			pf.decided++
 			r.fail(ep.token, "its approval %s is %s by %s; want %s by %s", a.id, a.state, a.decidedBy, want, by)
 		default:
 			r.decided++
+			pf.decided++
 		}
 	}
 	c.checkApprovalMessages(r, byToken)
 	for _, p := range c.presses {
-		ans, ok := c.tg.AnswerFor(p.updateID)
-		text := ans.Params["text"]
+		text, alert, ok := c.pressReply(p)
+		if p.gone {
+			r.platform(p.ep.chat.platform).gone++
+			continue
+		}
 		if p.role == pressOld {
 			r.oldTotal++
 		}
 		if p.role == pressWrong {
 			r.wrongTotal++
 		}
+		if p.ep.chat.platform != platformTelegram {
+			pf := r.platform(p.ep.chat.platform)
+			pf.pressed++
+			if ok {
+				pf.pressAnswered++
+			}
+			if p.attempts > 1 {
+				pf.repressed++
+			}
+		}
+		who := c.userName(p.ep.chat, p.who)
 		if !ok {
-			r.fail(p.ep.token, "the %s press of %s (update %d) was never answered", p.role, userName(p.who), p.updateID)
+			r.fail(p.ep.token, "the %s press of %s (%s) was never answered", p.role, who, p.ident())
 			continue
 		}
-		switch p.role {
-		case pressWrong:
-			if strings.HasPrefix(text, "Only ") && ans.Params["show_alert"] == "true" {
-				r.wrongRefused++
-			} else {
-				r.fail(p.ep.token, "%s, who may not decide, pressed %s and was answered %q", userName(p.who), p.button, text)
-			}
-		case pressDecide, pressLate:
-			verb := "Denied:"
-			if p.button == "Approve" {
-				verb = "Approved:"
-			}
-			if !strings.HasPrefix(text, verb) && !strings.HasPrefix(text, "Already decided") {
-				r.fail(p.ep.token, "the decider's %s press was answered %q", p.button, text)
-			}
-		case pressAgain, pressOld:
-			if strings.HasPrefix(text, "Already decided") {
-				if p.role == pressOld {
-					r.oldOK++
-				}
-			} else {
-				r.fail(p.ep.token, "pressing %s again on message %d after the decision was answered %q", p.button, p.msgID, text)
-			}
+		switch verdict := judgePress(p.role, p.button, text, alert); {
+		case verdict != "":
+			r.fail(p.ep.token, "%s: %s's %s press on %s was answered %q", verdict, who, p.button, p.ident(), text)
+		case p.role == pressWrong:
+			r.wrongRefused++
+		case p.role == pressOld:
+			r.oldOK++
 		}
 	}
+}
+
+// ident names the press for a problem: its update or its message.
+func (p *press) ident() string {
+	if p.ep.chat.platform == platformTelegram {
+		return fmt.Sprintf("update %d, message %d", p.updateID, p.msgID)
+	}
+	return fmt.Sprintf("%s message %s, %d presses", p.ep.chat.platform, p.ref, p.attempts)
+}
+
+// pressReply is what the presser was shown: the callback's answer
+// (Telegram) or the ephemeral reply (Slack, Discord: shown to the presser
+// alone, as an alert is).
+func (c *campaign) pressReply(p *press) (text string, alert, ok bool) {
+	if p.ep.chat.platform != platformTelegram {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return p.reply, true, p.answered
+	}
+	ans, ok := c.tg.AnswerFor(p.updateID)
+	return ans.Params["text"], ans.Params["show_alert"] == "true", ok
+}
+
+// judgePress says what is wrong with the answer to a press ("" for
+// nothing): someone who may not decide is refused with an alert; the
+// decider's press decides (or finds the decision made, by an earlier press
+// a kill took the answer of); a press after the decision says it was
+// decided.
+func judgePress(role pressRole, button, text string, alert bool) string {
+	switch role {
+	case pressWrong:
+		if !strings.HasPrefix(text, "Only ") || !alert {
+			return "someone who may not decide was not refused"
+		}
+	case pressDecide, pressLate:
+		verb := "Denied:"
+		if button == "Approve" {
+			verb = "Approved:"
+		}
+		if !strings.HasPrefix(text, verb) && !strings.HasPrefix(text, "Already decided") {
+			return "the decider's press did not decide"
+		}
+	case pressAgain, pressOld:
+		if !strings.HasPrefix(text, "Already decided") {
+			return "a press after the decision did not say it was decided"
+		}
+	}
+	return ""
 }
 
 // checkApprovalMessages: every posted copy of a decided approval was
 // edited to show the decision, without buttons.
 func (c *campaign) checkApprovalMessages(r *report, byToken map[string][]approvalRow) {
-	current := map[int64]string{}
-	markup := map[int64]string{}
-	for _, m := range c.tg.Messages() {
-		current[m.ID], markup[m.ID] = m.Text, m.Markup
+	current := map[string]botMessage{}
+	for _, m := range c.botMessages() {
+		current[m.key()] = m
 	}
 	for _, ep := range c.episodeList() {
 		aps := byToken[ep.token]
@@ -110,12 +163,27 @@ func (c *campaign) checkApprovalMessages(r *report, byToken map[string][]approva
 			want = "✅ Approved"
 		}
 		for _, s := range c.shown[ep.token] {
-			text := current[s.msgID]
-			if !strings.HasPrefix(text, want) || strings.Contains(markup[s.msgID], "callback_data") {
-				r.fail(ep.token, "approval message %d still shows %q (buttons: %v) after the approval was %s", s.msgID, clip(text, 60), strings.Contains(markup[s.msgID], "callback_data"), aps[0].state)
+			text, buttons, where := c.approvalNow(ep.chat.platform, s, current)
+			if !strings.HasPrefix(text, want) || buttons {
+				r.fail(ep.token, "approval message %s still shows %q (buttons: %v) after the approval was %s", where, clip(text, 60), buttons, aps[0].state)
 			}
 		}
 	}
+}
+
+// approvalNow is what an approval message shows now, and whether it still
+// has buttons.
+func (c *campaign) approvalNow(platform string, s *shownApproval, current map[string]botMessage) (text string, buttons bool, where string) {
+	switch platform {
+	case platformSlack:
+		m, _ := c.sl.Message(slacktest.General, s.ref)
+		return m.Shown(), len(m.Buttons()) > 0, "slack " + s.ref
+	case platformDiscord:
+		m, _ := c.dc.Message(s.ref)
+		return m.Content, len(discordButtons(m.Components)) > 0, "discord " + s.ref
+	}
+	m := current[platformTelegram+"#"+strconv.FormatInt(s.msgID, 10)]
+	return m.text, strings.Contains(m.markup, "callback_data"), strconv.FormatInt(s.msgID, 10)
 }
 
 func clip(s string, n int) string {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-gw/switchboard/channels/discord/discordtest"
+	"github.com/switchboard-gw/switchboard/channels/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
@@ -48,6 +50,14 @@ type press struct {
 	updateID int64
 	msgID    int64 // the approval message pressed
 	at       time.Time
+
+	// Slack and Discord presses: what the presser was shown (guarded by
+	// campaign.mu), after how many presses.
+	ref      string // the approval message pressed
+	attempts int
+	reply    string
+	answered bool
+	gone     bool // Slack: the button was no longer there to press
 }
 
 // shownApproval is an approval message the bot posted with its buttons.
@@ -56,8 +66,9 @@ type shownApproval struct {
 	msgID   int64
 	chatID  int64
 	thread  int64
-	buttons map[string]string // label → callback data
+	buttons map[string]string // label → callback data (Slack: value, Discord: custom id)
 	at      time.Time
+	ref     string // the Slack ts or Discord id of the message
 }
 
 // procRecord is what the campaign noted about one server run.
@@ -83,8 +94,13 @@ type campaign struct {
 	ws   string
 	log  *eventLog
 
+	ctx   context.Context // the campaign's, for the Slack and Discord presses
 	model *fakemodel.Server
 	tg    *telegramtest.Server
+	tb    *fakeTB
+	sl    *slacktest.Server
+	dc    *discordtest.Server
+	chats []*chat
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced when an answer or approval shows up
@@ -164,16 +180,16 @@ api_url = %q
 allow_users = ["101", "102", "103", %q]
 admins = [%q]
 edit_interval = "100ms"
-`, c.model.URL(), c.ws, c.tg.URL(), strconv.Itoa(strayID), strconv.Itoa(adminID))
+`, c.model.URL(), c.ws, c.tg.URL(), strconv.Itoa(strayID), strconv.Itoa(adminID)) + c.platformConfig()
 }
 
 func (c *campaign) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + c.root,
 		"SWITCHBOARD_HOME=" + c.home,
 		"TELEGRAM_BOT_TOKEN=" + botToken,
-	}
+	}, platformEnv()...)
 }
 
 // build compiles the switchboard binary of the module around the working
@@ -205,21 +221,27 @@ func (c *campaign) run(ctx context.Context) (*report, error) {
 	c.model.SetResponder(c.respond)
 	c.tg = telegramtest.NewServer(botToken)
 	defer c.tg.Close()
+	c.startPlatformFakes()
+	defer c.tb.close()
 	if err := os.WriteFile(filepath.Join(c.home, "switchboard.toml"), []byte(c.config()), 0o600); err != nil {
 		return nil, err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	c.ctx = ctx
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	defer cancel()
-	bg.Add(1)
+	bg.Add(3)
 	go func() { defer bg.Done(); c.watch(ctx) }()
+	go func() { defer bg.Done(); c.watchSlack(ctx) }()
+	go func() { defer bg.Done(); c.watchDiscord(ctx) }()
 
 	stop := make(chan struct{})
 	var drivers sync.WaitGroup
-	for i, ch := range campaignChats() {
+	c.chats = campaignChats()
+	for i, ch := range c.chats {
 		rng := rand.New(rand.NewPCG(c.opts.seed, uint64(i+1)))
 		drivers.Add(1)
 		go func() { defer drivers.Done(); c.drive(ctx, ch, rng, stop) }()
@@ -287,6 +309,7 @@ func (c *campaign) becameReady(ctx context.Context, p *proc, rec *procRecord) bo
 // started and left running.
 func (c *campaign) processes(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(c.opts.seed, 1000))
+	downRng := rand.New(rand.NewPCG(c.opts.seed, 2000))
 	// Start-up kills take no time: the others share the duration.
 	mean := time.Duration(float64(c.opts.duration) / (0.8 * float64(max(c.opts.kills, 1))))
 	for k := 1; k <= c.opts.kills; k++ {
@@ -361,6 +384,7 @@ func (c *campaign) processes(ctx context.Context) error {
 		}
 		c.log.setIncarnation(0)
 		c.log.add("kill", "", "SIGKILL %d of %d, %s", k, c.opts.kills, when)
+		c.postWhileDown(downRng, c.chats)
 	}
 	p, rec, err := c.startProc(c.opts.kills + 1)
 	if err != nil {
@@ -388,6 +412,9 @@ func (c *campaign) finalPhase(ctx context.Context) {
 	c.log.add("final", "", "pressing every approval's old buttons again")
 	var old []*press
 	for _, ep := range c.episodeList() {
+		if ep.chat.platform == platformSlack {
+			continue // Slack shows no buttons once they are removed
+		}
 		for _, s := range c.shownOf(ep.token) {
 			if p := c.pressOn(ep, s, ep.decider, "Approve", pressOld); p != nil {
 				old = append(old, p)
@@ -396,6 +423,9 @@ func (c *campaign) finalPhase(ctx context.Context) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for _, p := range old {
+		if p.ep.chat.platform != platformTelegram {
+			continue // answered, or pressed again, already
+		}
 		for time.Now().Before(deadline) {
 			if _, ok := c.tg.AnswerFor(p.updateID); ok {
 				break
@@ -542,16 +572,25 @@ func (c *campaign) pressOn(ep *episode, s *shownApproval, who int64, button stri
 		c.log.add("press", ep.token, "no %q button on message %d", button, s.msgID)
 		return nil
 	}
-	p := &press{ep: ep, who: who, button: button, role: role, msgID: s.msgID, at: time.Now()}
+	p := &press{ep: ep, who: who, button: button, role: role, msgID: s.msgID, ref: s.ref, at: time.Now()}
+	kind := "press"
+	if role == pressOld {
+		kind = "old-press"
+	}
+	if ep.chat.platform != platformTelegram {
+		c.mu.Lock()
+		c.presses = append(c.presses, p)
+		c.lastTouch = time.Now()
+		c.mu.Unlock()
+		c.log.add(kind, ep.token, "%s presses %s on message %s (%s, %s)", c.userName(ep.chat, who), button, s.ref, role, ep.chat.platform)
+		c.pressOther(p, s, data)
+		return p
+	}
 	p.updateID = c.tg.AddCallback(s.chatID, who, s.msgID, data, ep.chat.callbackOpts()...)
 	c.mu.Lock()
 	c.presses = append(c.presses, p)
 	c.lastTouch = time.Now()
 	c.mu.Unlock()
-	kind := "press"
-	if role == pressOld {
-		kind = "old-press"
-	}
 	c.log.add(kind, ep.token, "%s presses %s on message %d (%s, update %d)", userName(who), button, s.msgID, role, p.updateID)
 	return p
 }

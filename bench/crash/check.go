@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard/agentcore"
-	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
 	"github.com/switchboard-gw/switchboard/store"
 )
 
@@ -57,6 +56,24 @@ type report struct {
 	resumes          []time.Duration // ready → the next model call of a turn a kill cut
 	latencies        []time.Duration
 	problems         []problem
+	platforms        map[string]*platformFigures // Slack and Discord figures (Telegram's too, unprinted)
+}
+
+// platformFigures are one platform's share of the figures.
+type platformFigures struct {
+	messages, down, answered, lost, dup, misplaced   int
+	asks, decided, pressed, pressAnswered, repressed int
+	gone                                             int // Slack presses on buttons already removed
+}
+
+func (r *report) platform(name string) *platformFigures {
+	if r.platforms == nil {
+		r.platforms = map[string]*platformFigures{}
+	}
+	if r.platforms[name] == nil {
+		r.platforms[name] = &platformFigures{}
+	}
+	return r.platforms[name]
 }
 
 func (r *report) fail(token, format string, args ...any) {
@@ -69,16 +86,25 @@ func (r *report) ok() bool { return len(r.problems) == 0 }
 // (its text and when the request arrived) and when the request that last
 // set its content (that send or an edit) arrived.
 type botMessage struct {
-	telegramtest.Message
+	platform    string
+	place       string // where it is, in the form of chat.placeLocked
+	id          string // the platform's message id (Slack: ts)
+	text        string // what it shows now
+	markup      string // Telegram: its reply markup now
 	createdText string
 	createdAt   time.Time
 	lastSet     time.Time
 }
 
+// key names the message across platforms, as the outbox's location and
+// message id do.
+func (m botMessage) key() string { return m.platform + "#" + m.id }
+
 // outboxRow is one row of the outbox table.
 type outboxRow struct {
 	id        int64
 	kind      string
+	location  string
 	messageID string
 	body      string
 	created   time.Time
@@ -123,7 +149,7 @@ func (c *campaign) readDB(ctx context.Context) (*dbFacts, error) {
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT id, kind, message_id, body, created, sent FROM outbox ORDER BY id`)
+	rows, err := db.QueryContext(ctx, `SELECT id, kind, location, message_id, body, created, sent FROM outbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
@@ -131,7 +157,7 @@ func (c *campaign) readDB(ctx context.Context) (*dbFacts, error) {
 		var o outboxRow
 		var created, sent int64
 		var body []byte
-		if err := rows.Scan(&o.id, &o.kind, &o.messageID, &body, &created, &sent); err != nil {
+		if err := rows.Scan(&o.id, &o.kind, &o.location, &o.messageID, &body, &created, &sent); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -167,6 +193,11 @@ func (c *campaign) check() (*report, error) {
 	}
 	c.checkProcesses(r)
 	c.checkDelivery(r)
+	if c.tb != nil {
+		for _, e := range c.tb.reported() {
+			r.fail("", "a platform fake reported: %s", e)
+		}
+	}
 	c.checkAnswers(r, facts)
 	c.checkApprovals(r, facts)
 	c.checkTools(r, facts)
@@ -226,12 +257,15 @@ func (c *campaign) checkDelivery(r *report) {
 	offset := c.tg.Offset()
 	for _, ep := range c.episodeList() {
 		r.messages++
+		if ep.chat.platform != platformTelegram {
+			continue
+		}
 		if ep.updateID >= offset {
 			r.fail(ep.token, "its update %d was never confirmed (offset %d)", ep.updateID, offset)
 		}
 	}
 	for _, p := range c.presses {
-		if p.updateID >= offset {
+		if p.ep.chat.platform == platformTelegram && p.updateID >= offset {
 			r.fail(p.ep.token, "the press in update %d was never confirmed (offset %d)", p.updateID, offset)
 		}
 	}

@@ -16,7 +16,8 @@ import (
 // this checkout: two fixed seeds and one random seed (printed, and taken
 // from SWITCHBOARD_CRASH_SEED when set; SWITCHBOARD_CRASH_BIN names another
 // binary to test), 7 kills over a minute each —
-// about 20 kills and 4-5 minutes on 2 cores. It takes minutes, so it runs
+// about 20 kills and 4-5 minutes on 2 cores, Telegram, Slack and Discord
+// chats together. It takes minutes, so it runs
 // only with SWITCHBOARD_CRASH=1 (CI sets it in its own step):
 //
 //	SWITCHBOARD_CRASH=1 go test -count=1 -run TestCrashCampaign -timeout 30m ./bench/crash/

@@ -1,26 +1,31 @@
 // Command crash is a randomized crash campaign against the real
 // switchboard binary: it starts `switchboard serve` on a fresh data
 // directory against the wire fakes (the scripted model of
-// internal/fakemodel and the Bot API of channels/telegram/telegramtest,
-// both running in this process so they outlive every kill), feeds a seeded
-// workload — three private chats, a group and a forum topic; plain answers,
-// allowed tools, tools in flight for seconds, asks approved or denied by
-// the right person after a while with the wrong person pressing first,
-// messages arriving while turns run — and SIGKILLs the server at seeded
-// random instants (a fifth of them during start-up), restarting it on the
-// same data each time.
+// internal/fakemodel, the Bot API of channels/telegram/telegramtest, Slack's
+// Web API and Socket Mode of channels/slack/slacktest and Discord's REST
+// and gateway of channels/discord/discordtest, all running in this process
+// so they outlive every kill), feeds a seeded workload — three private
+// Telegram chats, a group and a forum topic, a Slack channel thread and a
+// Discord thread; plain answers, allowed tools, tools in flight for
+// seconds, asks approved or denied by the right person after a while with
+// the wrong person pressing first, messages arriving while turns run, and
+// on Slack and Discord messages posted while the server is down — and
+// SIGKILLs the server at seeded random instants (a fifth of them during
+// start-up), restarting it on the same data each time.
 //
 // At the end it checks every promise and prints one summary line with the
-// seed: every delivered message answered exactly once in its own chat or
-// topic (extra copies counted by cause: the documented send-then-crash
-// window, a message a killed turn was streaming, other), none lost; every
-// shown approval decided once by its decider or still decidable, old
-// buttons still answering; no denied tool ran and no tool ran twice
-// (marker logs); every transcript valid (each tool call has exactly one
-// result); nothing left in the queue or outbox; no tool process of a
-// killed run alive after the next start; restart times (start → /readyz)
-// as percentiles. On failure it prints each problem and the events that
-// led to it (messages, model steps, presses, starts and kills) and exits 1.
+// seed: every delivered message answered exactly once in its own chat,
+// topic or thread (extra copies counted by cause: the documented
+// send-then-crash window, a message a killed turn was streaming, other),
+// none lost; every shown approval decided once by its decider or still
+// decidable, every copy edited, old buttons still answering; no denied
+// tool ran and no tool ran twice (marker logs); every transcript valid
+// (each tool call has exactly one result); nothing left in the queue or
+// outbox; no tool process of a killed run alive after the next start;
+// restart times (start → /readyz) as percentiles; the Slack and Discord
+// figures end the line. On failure it prints each problem and the events
+// that led to it (messages, model steps, presses, starts and kills) and
+// exits 1.
 //
 //	go run ./bench/crash -seed 7 -kills 100 -duration 15m
 //

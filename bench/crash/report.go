@@ -44,7 +44,22 @@ func (r *report) summary() string {
 		r.deniedRan, r.ranTwice, transcript, r.queueLeft, r.outboxLeft, r.leftovers,
 		fmtMS(pct(r.restarts, 50)), fmtMS(pct(r.restarts, 90)), fmtMS(pct(r.restarts, 99)), fmtMS(pct(r.restarts, 100)), len(r.restarts),
 		fmtS(pct(r.resumes, 50)), fmtS(pct(r.resumes, 100)), len(r.resumes),
-		fmtS(pct(r.latencies, 50)), fmtS(pct(r.latencies, 90)), fmtS(pct(r.latencies, 100)))
+		fmtS(pct(r.latencies, 50)), fmtS(pct(r.latencies, 90)), fmtS(pct(r.latencies, 100))) + r.platformSummary()
+}
+
+// platformSummary is the Slack and Discord share of the figures, at the
+// end of the summary line: " slack=(messages 12, ...) discord=(...)".
+func (r *report) platformSummary() string {
+	var b strings.Builder
+	for _, name := range []string{platformSlack, platformDiscord} {
+		f := r.platforms[name]
+		if f == nil {
+			f = &platformFigures{}
+		}
+		fmt.Fprintf(&b, " %s=(messages %d, while down %d, answered %d, lost %d, dup %d, misplaced %d, asks %d, decided %d, presses answered %d/%d, pressed again %d, buttons gone %d)",
+			name, f.messages, f.down, f.answered, f.lost, f.dup, f.misplaced, f.asks, f.decided, f.pressAnswered, f.pressed, f.repressed, f.gone)
+	}
+	return b.String()
 }
 
 // details prints every problem, and for each message concerned the events

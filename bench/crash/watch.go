@@ -116,6 +116,11 @@ func (c *campaign) approvalShown(call telegramtest.Call, token string) {
 			s.buttons[b.Text] = b.CallbackData
 		}
 	}
+	c.addShown(token, s, fmt.Sprintf("message %d", s.msgID))
+}
+
+// addShown notes an approval message the bot posted with its buttons.
+func (c *campaign) addShown(token string, s *shownApproval, where string) {
 	c.mu.Lock()
 	first := len(c.shown[token]) == 0
 	c.shown[token] = append(c.shown[token], s)
@@ -125,7 +130,7 @@ func (c *campaign) approvalShown(call telegramtest.Call, token string) {
 	if first && ep != nil {
 		close(ep.shown)
 	}
-	c.log.add("approval", token, "keyboard shown as message %d", s.msgID)
+	c.log.add("approval", token, "keyboard shown as %s", where)
 }
 
 // writeCallLog writes every Bot API call but the polls, for reading a

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/channels/telegram/telegramtest"
@@ -29,16 +30,30 @@ type chat struct {
 	thread int64   // forum topic, 0 for none
 	users  []int64 // who writes here
 	group  bool
+
+	// Slack and Discord chats.
+	platform   string
+	people     map[int64]string // platform user ids by campaign id
+	downLetter string           // the prefix of the messages posted while the server is down
+	root       string           // the Slack thread's root ts, the Discord thread's id (guarded by campaign.mu)
+	busy       sync.Mutex       // held by the driver while an ask of the chat is open
+	downN      int              // messages posted while down (the kill loop's)
 }
 
+// campaignChats are the Telegram chats, then the Slack and the Discord
+// one (each driven by its own random source, numbered by its place here).
 func campaignChats() []*chat {
-	return []*chat{
+	chats := []*chat{
 		{name: "dm-101", letter: "A", id: 101, users: []int64{101}},
 		{name: "dm-102", letter: "B", id: 102, users: []int64{102}},
 		{name: "dm-103", letter: "C", id: 103, users: []int64{103}},
 		{name: "group", letter: "D", id: -1002, users: []int64{101, 103}, group: true},
 		{name: "topic-77", letter: "E", id: -1001, thread: 77, users: []int64{101, 102}, group: true},
 	}
+	for _, ch := range chats {
+		ch.platform = platformTelegram
+	}
+	return append(chats, slackChat(), discordChat())
 }
 
 func (c *chat) messageOpts() []telegramtest.MessageOption {
@@ -98,7 +113,11 @@ type episode struct {
 	supersede bool
 	askDelay  time.Duration
 
+	down  bool // posted while the server was down (Slack, Discord)
+	quiet bool // … and Slack dropped its event: only catch-up finds it
+
 	// Filled while running.
+	ref      string // the Slack ts or Discord id of the message
 	updateID int64
 	sentAt   time.Time
 	shown    chan struct{} // closed when its approval keyboard was first seen
@@ -157,7 +176,7 @@ func newEpisode(rng *rand.Rand, c *chat, n int) *episode {
 		ep.ask = true
 		ep.approve = rng.IntN(100) < 65
 		ep.decider = ep.user
-		if rng.IntN(100) < 20 {
+		if rng.IntN(100) < 20 && c.platform == platformTelegram {
 			ep.decider = adminID
 		}
 		ep.wrong = rng.IntN(100) < 40
@@ -188,7 +207,7 @@ func lateAsk(rng *rand.Rand, c *chat, n int) *episode {
 
 func (ep *episode) text() string {
 	s := fmt.Sprintf("task %s: %s", ep.token, ep.kind)
-	if ep.chat.group {
+	if ep.chat.group && ep.chat.platform == platformTelegram {
 		s = "@" + telegramtest.BotUsername + " " + s
 	}
 	return s
@@ -273,6 +292,7 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 		}
 		n++
 		ep := newEpisode(rng, ch, n)
+		ch.busy.Lock()
 		c.send(ep)
 		switch {
 		case ep.supersede:
@@ -288,6 +308,7 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 		case ep.ask:
 			c.pressAsk(ctx, ep, rng)
 		}
+		ch.busy.Unlock()
 		gap := ms(rng, 500, 6000)
 		if rng.IntN(100) < 30 {
 			gap = ms(rng, 0, 300) // a burst: the next one arrives while this turn runs
@@ -304,6 +325,15 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 func (c *campaign) send(ep *episode) {
 	c.register(ep)
 	ep.sentAt = time.Now()
+	if ep.chat.platform != platformTelegram {
+		c.sendOther(ep)
+		how := ""
+		if ep.quiet {
+			how = ", its event dropped"
+		}
+		c.log.add("message", ep.token, "%s from %s in %s (%s%s): %v", ep.kind, c.userName(ep.chat, ep.user), ep.chat.name, ep.ref, how, ep.cmds)
+		return
+	}
 	ep.updateID = c.tg.AddMessage(ep.chat.id, ep.user, ep.text(), ep.chat.messageOpts()...)
 	c.log.add("message", ep.token, "%s from %d in %s (update %d): %v", ep.kind, ep.user, ep.chat.name, ep.updateID, ep.cmds)
 }
