@@ -169,9 +169,13 @@ func (t *turn) resolveCalls(ctx context.Context, asst Message, calls []ToolCall,
 		plans[i] = p
 	}
 	if len(asks) > 0 {
-		// Stored with the turn's last write (the turn parks: nothing runs
-		// before it).
+		// Stored before they are announced: whoever sees the request
+		// (an API client, an editor) may decide it at once, and a decision
+		// needs the stored approval. The turn's last write then posts them.
 		t.pending.Approvals = append(t.pending.Approvals, asks...)
+		if _, err := t.flush(context.WithoutCancel(ctx)); err != nil {
+			return TurnResult{}, false, fmt.Errorf("store approvals: %w", err)
+		}
 		for i := range asks {
 			t.em.emit(Event{Type: EventApprovalRequest, RunID: asst.RunID, ToolCallID: asks[i].ToolCallID, ToolName: asks[i].ToolName, Approval: &asks[i]})
 		}
