@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -54,11 +55,15 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 			a.log.Warn("discord catch-up stopped: too many bound locations", "max", catchUpMaxLocations)
 			break
 		}
-		after := floor
-		if last, ok := a.received.last(id); ok && laterID(last, after) {
-			after = last
+		var n int
+		if last, ok := a.received.last(id); ok && laterID(last, floor) {
+			// A reconnect: what came after the newest message seen.
+			n, err = a.catchUpChannel(ctx, h, id, last)
+		} else {
+			// A fresh start: the newest messages back to the floor (a busy
+			// thread has more than the pages read since the floor).
+			n, err = a.catchUpNewest(ctx, h, id, floor)
 		}
-		n, err := a.catchUpChannel(ctx, h, id, after)
 		handed += n
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("discord catch-up of a channel failed", "channel", id, "err", err)
@@ -67,6 +72,60 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 	if handed > 0 {
 		a.log.Info("discord catch-up handed over messages posted while disconnected", "messages", handed)
 	}
+}
+
+// catchUpNewest reads one channel's newest messages, page by page back to
+// the id floor (at most catchUpPages pages), and delivers those after floor
+// oldest first; it returns how many were handed over. Messages already
+// handed over are skipped by the gateway's dedupe on their id.
+func (a *Adapter) catchUpNewest(ctx context.Context, h channels.Handler, id, floor string) (int, error) {
+	ch, err := a.channel(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	var fresh []message
+	before, reached := "", false
+	for range catchUpPages {
+		q := url.Values{"limit": {"100"}}
+		if before != "" {
+			q.Set("before", before)
+		}
+		var page []message
+		err := a.call(ctx, "catch-up messages", http.MethodGet, discordgo.EndpointChannelMessages(id)+"?"+q.Encode(), discordgo.EndpointChannelMessages(id), nil, &page)
+		if err != nil {
+			return 0, err
+		}
+		sortMessages(page)
+		for _, m := range page {
+			if laterID(m.ID, floor) {
+				fresh = append(fresh, m)
+			} else {
+				reached = true
+			}
+		}
+		if reached || len(page) < catchUpPage {
+			reached = true
+			break
+		}
+		before = page[0].ID
+	}
+	if !reached {
+		a.log.Warn("discord catch-up read only the newest messages of a channel", "channel", id, "messages", len(fresh))
+	}
+	sortMessages(fresh)
+	handed := 0
+	for _, m := range slices.CompactFunc(fresh, func(x, y message) bool { return x.ID == y.ID }) {
+		if m.ChannelID == "" {
+			m.ChannelID = id
+		}
+		if m.GuildID == "" {
+			m.GuildID = ch.GuildID
+		}
+		if a.deliver(ctx, h, m, "catch-up") {
+			handed++
+		}
+	}
+	return handed, nil
 }
 
 // catchUpChannel reads one channel's messages after the id after, oldest

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"runtime"
 	"strings"
@@ -149,6 +150,30 @@ func TestCatchUpAtStart(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "catch-up handed over") {
 		t.Error("catch-up not logged")
+	}
+}
+
+// A fresh start catches up a busy channel from its newest messages: more
+// than the pages catch-up reads were posted since its floor, and the one
+// posted while the bot was away is the newest (the crash campaign lost such
+// a message when catch-up read forward from the floor).
+func TestCatchUpAtStartOfABusyChannel(t *testing.T) {
+	srv := dt.New(t)
+	for i := range catchUpPages*catchUpPage + 50 {
+		srv.Post(dt.TextChannelID, dt.OtherBotID, fmt.Sprintf("noise %d", i), dt.PostedAt(time.Now().Add(-30*time.Minute)))
+	}
+	away := srv.Post(dt.TextChannelID, dt.UserID, "posted while away", dt.Mention(), dt.PostedAt(time.Now().Add(-time.Minute)))
+	b := &bindings{}
+	b.add(loc(dt.TextChannelID, ""))
+	logs := &logBuffer{}
+	a := newTestAdapter(t, srv, logs, func(o *Options) { o.Locations = b.Locations })
+	rec := newRecorder()
+	ctx := runAdapter(t, a, rec)
+	if in := rec.inboundWith(t, ctx, "posted while away"); in.EventID != away {
+		t.Errorf("caught-up inbound %+v", in)
+	}
+	if !strings.Contains(logs.String(), "catch-up read only the newest") {
+		t.Error("the skipped older messages were not logged")
 	}
 }
 

@@ -181,7 +181,7 @@ func (s *Server) route(method string, seg []string, query func(string) string, b
 		}
 		return channelJSON(c), nil, nil
 	case at(0) == "channels" && n == 3 && at(2) == "messages" && method == http.MethodGet:
-		return s.listMessagesLocked(at(1), query("after"), query("limit"))
+		return s.listMessagesLocked(at(1), query("after"), query("before"), query("limit"))
 	case at(0) == "channels" && n == 3 && at(2) == "messages" && method == http.MethodPost:
 		return s.createMessageLocked(at(1), body, files)
 	case at(0) == "channels" && n == 4 && at(2) == "messages" && method == http.MethodPatch:
@@ -272,7 +272,7 @@ func later(a, b string) bool {
 	return a > b
 }
 
-func (s *Server) listMessagesLocked(cid, after, limit string) (any, http.Header, any) {
+func (s *Server) listMessagesLocked(cid, after, before, limit string) (any, http.Header, any) {
 	if _, ok := s.channels[cid]; !ok {
 		return nil, nil, errUnknownChannel
 	}
@@ -282,13 +282,18 @@ func (s *Server) listMessagesLocked(cid, after, limit string) (any, http.Header,
 	}
 	var ms []*Message
 	for _, m := range s.order[cid] {
-		if !m.Deleted && (after == "" || later(m.ID, after)) {
+		if !m.Deleted && (after == "" || later(m.ID, after)) && (before == "" || later(before, m.ID)) {
 			ms = append(ms, m)
 		}
 	}
-	// The oldest n after the cursor, answered newest first (as Discord does).
+	// With after: the oldest n after the cursor; else (before, or no
+	// cursor) the newest n. Answered newest first, as Discord does.
 	if len(ms) > n {
-		ms = ms[:n]
+		if after != "" {
+			ms = ms[:n]
+		} else {
+			ms = ms[len(ms)-n:]
+		}
 	}
 	sort.Slice(ms, func(i, j int) bool { return later(ms[i].ID, ms[j].ID) })
 	out := []any{}
