@@ -277,6 +277,9 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 		select {
 		case <-stop:
 			if rng.IntN(100) < 50 {
+				// The chat stays busy while its late ask waits, so no
+				// message posted while serve is down supersedes it.
+				ch.busy.Lock()
 				n++
 				ep := lateAsk(rng, ch, n)
 				c.send(ep)
