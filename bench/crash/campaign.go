@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,7 +29,10 @@ type options struct {
 	keep     bool          // keep the directory afterwards
 	verbose  io.Writer     // every event as it happens; nil for none
 	askWait  time.Duration // how long an approval keyboard may take to appear
-	idle     time.Duration // the final phase ends after this long without activity
+	// platforms, when not empty, are the platforms whose chats the
+	// workload drives (telegram, slack, discord); empty: all of them.
+	platforms []string
+	idle      time.Duration // the final phase ends after this long without activity
 }
 
 type pressRole string
@@ -240,8 +244,13 @@ func (c *campaign) run(ctx context.Context) (*report, error) {
 
 	stop := make(chan struct{})
 	var drivers sync.WaitGroup
-	c.chats = campaignChats()
-	for i, ch := range c.chats {
+	for i, ch := range campaignChats() {
+		if len(c.opts.platforms) > 0 && !slices.Contains(c.opts.platforms, ch.platform) {
+			continue
+		}
+		c.chats = append(c.chats, ch)
+		// Seeded by the chat's place in the full list: leaving a platform
+		// out does not change the other chats' workloads.
 		rng := rand.New(rand.NewPCG(c.opts.seed, uint64(i+1)))
 		drivers.Add(1)
 		go func() { defer drivers.Done(); c.drive(ctx, ch, rng, stop) }()

@@ -42,6 +42,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -55,6 +56,7 @@ func main() {
 		dir      = flag.String("dir", "", "the campaign's directory (default: a new temporary one)")
 		keep     = flag.Bool("keep", false, "keep the campaign's directory (data, logs of every run)")
 		verbose  = flag.Bool("v", false, "print every event as it happens")
+		plats    = flag.String("platforms", "telegram,slack,discord", "the platforms whose chats the workload drives (comma-separated)")
 	)
 	flag.Parse()
 	if *seed == 0 {
@@ -62,7 +64,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := options{seed: *seed, kills: *kills, duration: *duration, bin: *bin, dir: *dir, keep: *keep}
+	opts := options{seed: *seed, kills: *kills, duration: *duration, bin: *bin, dir: *dir, keep: *keep, platforms: strings.Split(*plats, ",")}
 	if *verbose {
 		opts.verbose = os.Stderr
 	}

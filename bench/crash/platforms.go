@@ -220,6 +220,9 @@ func (c *campaign) pressOther(p *press, s *shownApproval, value string) {
 
 // placeID is the chat's Slack root ts or Discord thread id.
 func (c *campaign) placeID(ch *chat) string {
+	if ch == nil {
+		return "" // the platform is not driven
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ch.root
