@@ -53,12 +53,22 @@ func (c *Cache[K, V]) Get(k K) (V, bool) {
 	return e.val, true
 }
 
+// Has reports whether k has a live entry (and marks it used).
+func (c *Cache[K, V]) Has(k K) bool {
+	_, ok := c.Get(k)
+	return ok
+}
+
 // Put stores v for k for the cache's TTL, evicting the least recently used
 // entries over capacity (expired ones at the back go first anyway).
-func (c *Cache[K, V]) Put(k K, v V) {
+func (c *Cache[K, V]) Put(k K, v V) { c.PutFor(k, v, c.ttl) }
+
+// PutFor is Put with a TTL of its own for this entry (a short-lived
+// negative answer, say).
+func (c *Cache[K, V]) PutFor(k K, v V, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	exp := c.now().Add(c.ttl)
+	exp := c.now().Add(ttl)
 	if el, ok := c.items[k]; ok {
 		e := el.Value.(*cacheEntry[K, V])
 		e.val, e.expires = v, exp

@@ -39,3 +39,17 @@ func TestCacheBoundAndExpiry(t *testing.T) {
 		t.Error("c survived Delete")
 	}
 }
+
+func TestCachePutForHasItsOwnTTL(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	c := NewCache[string, int](10, time.Hour, func() time.Time { return now })
+	c.Put("long", 1)
+	c.PutFor("short", 2, time.Minute)
+	now = now.Add(2 * time.Minute)
+	if c.Has("short") {
+		t.Error("an entry put for a minute outlived it")
+	}
+	if !c.Has("long") {
+		t.Error("an entry put for the cache's TTL expired early")
+	}
+}

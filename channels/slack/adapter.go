@@ -126,10 +126,10 @@ type Adapter struct {
 	mu   sync.Mutex
 	live *run // set while Start runs
 
-	names      *lru[string, userName] // user id → display name
-	accepted   *lru[string, struct{}] // event ids and message ids handed over
-	botThreads *lru[string, struct{}] // channel+thread where the bot posted
-	lastSeen   *lru[string, string]   // channel+thread → newest ts seen
+	names      *channels.Cache[string, userName] // user id → display name
+	accepted   *channels.Cache[string, struct{}] // event ids and message ids handed over
+	botThreads *channels.Cache[string, struct{}] // channel+thread where the bot posted
+	lastSeen   *channels.Cache[string, string]   // channel+thread → newest ts seen
 	commands   atomic.Pointer[[]channels.Command]
 
 	// Tunables tests shorten.
@@ -213,10 +213,10 @@ func New(opts Options) (*Adapter, error) {
 		red:        newRedactor(opts.BotToken, opts.AppToken, opts.SigningSecret),
 		client:     opts.HTTPClient,
 		apiURL:     apiURL,
-		names:      newLRU[string, userName](2000, time.Hour, opts.Now),
-		accepted:   newLRU[string, struct{}](20000, 2*time.Hour, opts.Now),
-		botThreads: newLRU[string, struct{}](5000, 7*24*time.Hour, opts.Now),
-		lastSeen:   newLRU[string, string](5000, 2*time.Hour, opts.Now),
+		names:      channels.NewCache[string, userName](2000, time.Hour, opts.Now),
+		accepted:   channels.NewCache[string, struct{}](20000, 2*time.Hour, opts.Now),
+		botThreads: channels.NewCache[string, struct{}](5000, 7*24*time.Hour, opts.Now),
+		lastSeen:   channels.NewCache[string, string](5000, 2*time.Hour, opts.Now),
 		minBackoff: time.Second,
 		maxBackoff: 2 * time.Minute,
 	}

@@ -86,7 +86,7 @@ func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channe
 	since := tsOf(oldest)
 	// The newest message this process handed over from the conversation;
 	// unknown after a start.
-	last, known := a.lastSeen.get(threadKey(loc.ChatID, loc.ThreadID))
+	last, known := a.lastSeen.Get(threadKey(loc.ChatID, loc.ThreadID))
 	if known && tsLess(since, last) {
 		since = last
 	}
@@ -119,7 +119,7 @@ func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channe
 		if why != "" || d.in.Location.ThreadID != loc.ThreadID {
 			continue
 		}
-		if a.accepted.has("message:" + d.in.EventID) {
+		if a.accepted.Has("message:" + d.in.EventID) {
 			continue
 		}
 		if loc.ThreadID != "" {

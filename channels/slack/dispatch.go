@@ -37,7 +37,7 @@ func (a *Adapter) handleEvent(ctx context.Context, h channels.Handler, raw []byt
 		a.log.Warn("slack event ignored", "err", err)
 		return nil
 	}
-	if cb.EventID != "" && a.accepted.has("event:"+cb.EventID) {
+	if cb.EventID != "" && a.accepted.Has("event:"+cb.EventID) {
 		a.log.Debug("slack event delivered again; already accepted", "event", cb.EventID)
 		return nil
 	}
@@ -50,7 +50,7 @@ func (a *Adapter) handleEvent(ctx context.Context, h channels.Handler, raw []byt
 		return fmt.Errorf("handle event %s: %w", cb.EventID, err)
 	}
 	if cb.EventID != "" {
-		a.accepted.put("event:"+cb.EventID, struct{}{})
+		a.accepted.Put("event:"+cb.EventID, struct{}{})
 	}
 	return nil
 }
@@ -63,18 +63,18 @@ func (a *Adapter) deliver(ctx context.Context, h channels.Handler, d draft) erro
 		return nil
 	}
 	key := "message:" + in.EventID
-	if a.accepted.has(key) {
+	if a.accepted.Has(key) {
 		return nil
 	}
 	thread := threadKey(in.Location.ChatID, in.Location.ThreadID)
-	if in.Location.ThreadID != "" && a.botThreads.has(thread) {
+	if in.Location.ThreadID != "" && a.botThreads.Has(thread) {
 		in.ReplyToBot = true
 	}
 	a.enrich(ctx, &in, d)
 	if err := h.OnInbound(ctx, in); err != nil {
 		return err
 	}
-	a.accepted.put(key, struct{}{})
+	a.accepted.Put(key, struct{}{})
 	a.noteSeen(in.Location.ChatID, in.Location.ThreadID, in.MessageID)
 	return nil
 }
@@ -88,10 +88,10 @@ func (a *Adapter) noteSeen(chat, thread, ts string) {
 		return
 	}
 	k := threadKey(chat, thread)
-	if old, ok := a.lastSeen.get(k); ok && !tsLess(old, ts) {
+	if old, ok := a.lastSeen.Get(k); ok && !tsLess(old, ts) {
 		return
 	}
-	a.lastSeen.put(k, ts)
+	a.lastSeen.Put(k, ts)
 }
 
 // enrich fills what conversion left to look up: the author's and mentioned
@@ -224,7 +224,7 @@ func (u userName) display() string {
 // userName resolves a user's names with users.info, cached for an hour (a
 // failure for a minute, so a flood of messages does not flood the API).
 func (a *Adapter) userName(ctx context.Context, id string) (userName, bool) {
-	if u, ok := a.names.get(id); ok {
+	if u, ok := a.names.Get(id); ok {
 		return u, u != userName{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -232,7 +232,7 @@ func (a *Adapter) userName(ctx context.Context, id string) (userName, bool) {
 	u, err := a.api.GetUserInfoContext(ctx, id)
 	if err != nil {
 		a.log.Debug("slack users.info failed", "user", id, "err", a.red.wrap("users.info", err))
-		a.names.putFor(id, userName{}, time.Minute)
+		a.names.PutFor(id, userName{}, time.Minute)
 		return userName{}, false
 	}
 	n := userName{Name: u.Profile.DisplayName, Username: u.Name}
@@ -243,7 +243,7 @@ func (a *Adapter) userName(ctx context.Context, id string) (userName, bool) {
 		n.Name = u.RealName
 	}
 	n.Name, n.Username = validText(n.Name), validText(n.Username)
-	a.names.put(id, n)
+	a.names.Put(id, n)
 	return n, n != userName{}
 }
 

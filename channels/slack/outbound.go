@@ -169,7 +169,7 @@ func (a *Adapter) post(ctx context.Context, chat, thread string, sections []stri
 	}
 	_, ts, err := a.api.PostMessageContext(cctx, chat, append(opts, slack.MsgOptionTS(thread))...)
 	if err == nil {
-		a.botThreads.put(threadKey(chat, thread), struct{}{})
+		a.botThreads.Put(threadKey(chat, thread), struct{}{})
 		return ts, nil
 	}
 	if slackCode(err) != "cannot_reply_to_message" {
