@@ -11,8 +11,8 @@
 // path (channels.Decider), so the same ask can be answered on the web page
 // or a phone instead, and the prompt continues either way.
 //
-// The protocol mapping of ACP version 1 lives in one file (v1.go): the
-// acp.Agent methods, content blocks to message text and attachments, live
+// The protocol mapping of ACP version 1 lives in the v1 files (v1.go,
+// v1_content.go, v1_peer.go): the acp.Agent methods, content blocks to message text and attachments, live
 // events to session/update kinds, approval cards to permission options,
 // stop reasons. Everything else (sessions, the prompt's life, commands) is
 // protocol-neutral, so a mapping of a later revision can sit beside it.
