@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,7 +219,7 @@ func workspaceProcs(ws string, skip ...int) []workspaceProc {
 	var out []workspaceProc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || contains(skip, pid) {
+		if err != nil || pid == os.Getpid() || slices.Contains(skip, pid) {
 			continue
 		}
 		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
@@ -233,15 +234,6 @@ func workspaceProcs(ws string, skip ...int) []workspaceProc {
 		out = append(out, workspaceProc{pid: pid, pgid: st.pgid, start: st.start, cmdline: strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))})
 	}
 	return out
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // leftovers returns the processes in ws that started before the server p
