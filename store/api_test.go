@@ -39,6 +39,33 @@ func TestEnqueueDuplicateNamesTheFirstItem(t *testing.T) {
 	}
 }
 
+// A chat's first message, retried, is the first item again: no second
+// conversation is created, and the location keeps the one it was bound to.
+func TestEnqueueNewDuplicateNamesTheFirstItem(t *testing.T) {
+	db := openTemp(t, "")
+	ctx := t.Context()
+	const loc = "web:u:chat-1"
+	it := gateway.Item{Kind: gateway.ItemMessage, Location: loc}
+	b1, first, ok, err := db.EnqueueNew(ctx, agentcore.Conversation{ID: "conv-1", AgentID: "main"},
+		gateway.Binding{Location: loc, AgentID: "main", ConversationID: "conv-1"}, it, "web:e1", time.Hour)
+	if err != nil || !ok || first == 0 || b1.ConversationID != "conv-1" {
+		t.Fatalf("first EnqueueNew = %+v, %d, %v, %v", b1, first, ok, err)
+	}
+	b2, id, ok, err := db.EnqueueNew(ctx, agentcore.Conversation{ID: "conv-2", AgentID: "main"},
+		gateway.Binding{Location: loc, AgentID: "main", ConversationID: "conv-2"}, it, "web:e1", time.Hour)
+	if err != nil || ok || id != first || b2.ConversationID != "conv-1" {
+		t.Errorf("retried EnqueueNew = %+v, %d, %v, %v; want conv-1, %d, false, nil", b2, id, ok, err, first)
+	}
+	if _, err := db.Conversation(ctx, "conv-2"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the retry created conversation conv-2 (err %v)", err)
+	}
+	b3, id3, ok, err := db.EnqueueNew(ctx, agentcore.Conversation{ID: "conv-3", AgentID: "main"},
+		gateway.Binding{Location: loc, AgentID: "main", ConversationID: "conv-3"}, it, "web:e2", time.Hour)
+	if err != nil || !ok || id3 == first || b3.ConversationID != "conv-1" {
+		t.Errorf("EnqueueNew at a bound location = %+v, %d, %v, %v; want a new item in conv-1", b3, id3, ok, err)
+	}
+}
+
 func TestMessageSeq(t *testing.T) {
 	db := openTemp(t, "")
 	ctx := t.Context()

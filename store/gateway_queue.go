@@ -129,30 +129,41 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 // names the item it stored) and the item.
 func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, it gateway.Item, dedupeKey string, dedupeTTL time.Duration) (int64, bool, error) {
 	t := now()
-	if dedupeKey != "" {
-		fresh, err := db.claimDedupe(ctx, tx, dedupeKey, t, dedupeTTL)
-		if err != nil {
-			return 0, false, err
-		}
-		if !fresh {
-			// A retry: name the item the key stored the first time.
-			var id int64
-			if err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, dedupeKey).Scan(&id); err != nil {
-				return 0, false, fmt.Errorf("read dedupe key %q: %w", dedupeKey, err)
-			}
-			return id, false, nil
-		}
+	if seen, fresh, err := db.claimItemKey(ctx, tx, dedupeKey, t, dedupeTTL); err != nil || !fresh {
+		return seen, false, err
 	}
+	id, err := db.insertKeyedItem(ctx, tx, it, dedupeKey, t)
+	return id, err == nil, err
+}
+
+// claimItemKey claims an item's dedupe key ("" claims nothing: fresh). A
+// key seen before is not fresh and names the item it stored (0 for keys of
+// ClaimDedupe).
+func (db *DB) claimItemKey(ctx context.Context, tx *sql.Tx, key string, t time.Time, ttl time.Duration) (seen int64, fresh bool, err error) {
+	if key == "" {
+		return 0, true, nil
+	}
+	if fresh, err = db.claimDedupe(ctx, tx, key, t, ttl); err != nil || fresh {
+		return 0, fresh, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, key).Scan(&seen); err != nil {
+		return 0, false, fmt.Errorf("read dedupe key %q: %w", key, err)
+	}
+	return seen, false, nil
+}
+
+// insertKeyedItem stores an item and, with a key, records it as the key's.
+func (db *DB) insertKeyedItem(ctx context.Context, tx *sql.Tx, it gateway.Item, key string, t time.Time) (int64, error) {
 	id, err := db.insertItem(ctx, tx, it, t)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
-	if dedupeKey != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, dedupeKey); err != nil {
-			return 0, false, fmt.Errorf("record dedupe key %q: %w", dedupeKey, err)
+	if key != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, key); err != nil {
+			return 0, fmt.Errorf("record dedupe key %q: %w", key, err)
 		}
 	}
-	return id, true, nil
+	return id, nil
 }
 
 // claimDedupe purges expired dedupe rows and records key until t+ttl. It

@@ -156,18 +156,12 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 		if bound {
 			used.Created = fromNanos(created) // bound meanwhile: that conversation
 		}
-		if dedupeKey != "" && !bound {
-			// A retry names the item the key stored; no conversation is
-			// created for it.
-			var seen int64
-			err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ? AND expires > ?`, dedupeKey, nanos(t)).Scan(&seen)
-			switch {
-			case err == nil:
-				id = seen
-				return nil
-			case !errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("read dedupe key %q: %w", dedupeKey, err)
-			}
+		// A retry names the item the key stored; no conversation is
+		// created for it.
+		seen, fresh, err := db.claimItemKey(ctx, tx, dedupeKey, t, dedupeTTL)
+		if err != nil || !fresh {
+			id = seen
+			return err
 		}
 		if !bound {
 			used = b
@@ -186,7 +180,8 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 			}
 		}
 		it.ConversationID, it.AgentID = used.ConversationID, used.AgentID
-		id, enqueued, err = db.enqueueTx(ctx, tx, it, dedupeKey, dedupeTTL)
+		id, err = db.insertKeyedItem(ctx, tx, it, dedupeKey, t)
+		enqueued = err == nil
 		return err
 	})
 	if err != nil {
