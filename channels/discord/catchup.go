@@ -115,13 +115,7 @@ func (a *Adapter) catchUpNewest(ctx context.Context, h channels.Handler, id, flo
 	sortMessages(fresh)
 	handed := 0
 	for _, m := range slices.CompactFunc(fresh, func(x, y message) bool { return x.ID == y.ID }) {
-		if m.ChannelID == "" {
-			m.ChannelID = id
-		}
-		if m.GuildID == "" {
-			m.GuildID = ch.GuildID
-		}
-		if a.deliver(ctx, h, m, "catch-up") {
+		if a.catchUpOne(ctx, h, ch, m) {
 			handed++
 		}
 	}
@@ -148,13 +142,7 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, id, af
 			if !laterID(m.ID, after) {
 				continue
 			}
-			if m.ChannelID == "" {
-				m.ChannelID = id
-			}
-			if m.GuildID == "" {
-				m.GuildID = ch.GuildID
-			}
-			if a.deliver(ctx, h, m, "catch-up") {
+			if a.catchUpOne(ctx, h, ch, m) {
 				handed++
 			}
 			after = m.ID
@@ -164,4 +152,16 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, id, af
 		}
 	}
 	return handed, nil
+}
+
+// catchUpOne hands over one message read back from channel ch (read
+// back, it may lack its channel and guild).
+func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, ch channelInfo, m message) bool {
+	if m.ChannelID == "" {
+		m.ChannelID = ch.ID
+	}
+	if m.GuildID == "" {
+		m.GuildID = ch.GuildID
+	}
+	return a.deliver(ctx, h, m, "catch-up")
 }
