@@ -38,6 +38,12 @@ type Queued struct {
 	// Duplicate: an inbound with the same EventID was queued before (a
 	// retry); nothing new was queued and InputID names the first one.
 	Duplicate bool
+	// Ignored: the message was not for the agent and nothing was done (a
+	// group message without a mention outside a bound thread, one from
+	// someone not allowed there, an empty one). A surface whose platform
+	// may deliver a thread's replies before the message that starts it
+	// can hand such a reply over again once the thread is taken.
+	Ignored bool
 }
 
 // AgentInfo describes one agent a surface may start conversations with.

@@ -55,6 +55,7 @@ func (in *intake) inbound(ctx context.Context, channel string, msg channels.Inbo
 // queue accepts an inbound (see inbound) and says which input it became.
 func (in *intake) queue(ctx context.Context, channel string, msg channels.Inbound) (channels.Queued, error) {
 	var none channels.Queued
+	ignored := channels.Queued{Ignored: true}
 	e := in.env
 	e.metrics.Inbound.WithLabelValues(channel).Inc()
 	co := e.channel(channel)
@@ -70,21 +71,22 @@ func (in *intake) queue(ctx context.Context, channel string, msg channels.Inboun
 			return none, in.startPairing(ctx, channel, msg)
 		}
 		e.log.Debug("ignored message from unknown user in a group", "channel", channel, "user", s.who)
-		return none, nil
+		return ignored, nil
 	}
 	b, bound, err := in.binding(ctx, msg.Location)
 	if err != nil {
 		return none, err
 	}
 	if !msg.DirectMessage && co.RequireMention && !msg.Mentioned && !msg.ReplyToBot && !(bound && msg.Location.ThreadID != "") {
-		return none, nil
+		e.log.Debug("ignored group message without a mention", "channel", channel, "location", msg.Location.String(), "event", msg.EventID)
+		return ignored, nil
 	}
 	text := strings.TrimSpace(msg.Text)
 	if cmd, args, ok := parseCommand(text); ok {
 		return none, in.command(ctx, s, msg, cmd, args)
 	}
 	if text == "" && len(msg.Attachments) == 0 {
-		return none, nil
+		return ignored, nil
 	}
 	if e.opts.ModelProblem != "" {
 		in.outbox.post(ctx, msg.Location, channels.Message{Parts: []channels.Part{channels.Notice{Text: e.opts.ModelProblem}}})

@@ -68,8 +68,18 @@ func TestProgramsQueueAndTranscript(t *testing.T) {
 		t.Errorf("assistant message %+v", a)
 	}
 	// The queue item is done: a command queues nothing and names nothing.
-	if q, err := hd.(channels.Queuer).Queue(h.ctx(), inbound("ev-2", "alice", "/help", dm)); err != nil || q.InputID != "" {
+	if q, err := hd.(channels.Queuer).Queue(h.ctx(), inbound("ev-2", "alice", "/help", dm)); err != nil || q.InputID != "" || q.Ignored {
 		t.Errorf("a command: %+v, %v", q, err)
+	}
+	// What was not for the agent says so: a surface may hand a thread
+	// reply over again once its thread is taken.
+	thread := channels.Location{Channel: "chat", Account: "bot", ChatID: "room", ThreadID: "t1"}
+	plain, stranger := inbound("ev-3", "alice", "no mention", thread), inbound("ev-4", "mallory", "@bot hi", thread)
+	plain.DirectMessage, plain.Mentioned, stranger.DirectMessage = false, false, false
+	for _, in := range []channels.Inbound{plain, stranger} {
+		if q, err := hd.(channels.Queuer).Queue(h.ctx(), in); err != nil || !q.Ignored || q.InputID != "" {
+			t.Errorf("%q from %s: %+v, %v; want ignored", in.Text, in.User.ID, q, err)
+		}
 	}
 }
 

@@ -130,6 +130,7 @@ type Adapter struct {
 	accepted   *channels.Cache[string, struct{}] // event ids and message ids handed over
 	botThreads *channels.Cache[string, struct{}] // channel+thread where the bot posted
 	lastSeen   *channels.Cache[string, string]   // channel+thread → newest ts seen
+	orphans    *orphans                          // thread replies ignored before their thread was taken
 	commands   atomic.Pointer[[]channels.Command]
 
 	// Tunables tests shorten.
@@ -217,6 +218,7 @@ func New(opts Options) (*Adapter, error) {
 		accepted:   channels.NewCache[string, struct{}](20000, 2*time.Hour, opts.Now),
 		botThreads: channels.NewCache[string, struct{}](5000, 7*24*time.Hour, opts.Now),
 		lastSeen:   channels.NewCache[string, string](5000, 2*time.Hour, opts.Now),
+		orphans:    newOrphans(opts.Now),
 		minBackoff: time.Second,
 		maxBackoff: 2 * time.Minute,
 	}

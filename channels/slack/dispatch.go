@@ -71,11 +71,29 @@ func (a *Adapter) deliver(ctx context.Context, h channels.Handler, d draft) erro
 		in.ReplyToBot = true
 	}
 	a.enrich(ctx, &in, d)
-	if err := h.OnInbound(ctx, in); err != nil {
+	ignored, err := handOver(ctx, h, in)
+	if err != nil {
 		return err
+	}
+	if ignored && in.Location.ThreadID != "" && !in.DirectMessage {
+		// Not taken, so neither accepted nor seen: the thread's mention
+		// may still be on its way (see orphans).
+		a.orphans.hold(d)
+		return nil
 	}
 	a.accepted.Put(key, struct{}{})
 	a.noteSeen(in.Location.ChatID, in.Location.ThreadID, in.MessageID)
+	if !ignored && in.Location.ThreadID != "" {
+		for _, o := range a.orphans.take(in.Location.ChatID, in.Location.ThreadID, in.MessageID) {
+			a.log.Debug("slack thread reply handed over again after the message that took its thread", "location", in.Location.String(), "ts", o.in.MessageID)
+			if err := a.deliver(ctx, h, o); err != nil {
+				// Left to catch-up, which starts after the newest
+				// message seen before it.
+				a.log.Warn("slack thread reply not accepted; catch-up will try again", "location", in.Location.String(), "err", err)
+				break
+			}
+		}
+	}
 	return nil
 }
 

@@ -321,6 +321,35 @@ func TestSlackCatchUpAfterRestart(t *testing.T) {
 	}
 }
 
+// TestSlackReplyBeforeItsMention: Slack does not promise order, so a reply
+// in a new thread can arrive before the mention that starts the thread
+// (the mention's event was retried after the app was away). The reply,
+// ignored at first (no mention, a thread the gateway does not know), is
+// answered after the mention, in the same conversation, once.
+func TestSlackReplyBeforeItsMention(t *testing.T) {
+	e, sl := slackEnv(t, "socket", fakemodel.Step{Text: "Answer to the mention."}, fakemodel.Step{Text: "Answer to the reply."})
+	p := e.startServe()
+	waitSlack(t, sl, "the Socket Mode connection", sl.Connected)
+	root := sl.Post(slacktest.General, slacktest.Ada, slackMention("start a thread"), slacktest.Late())
+	reply := sl.Post(slacktest.General, slacktest.Ada, "and one more thing", slacktest.InThread(root.TS))
+	waitSlack(t, sl, "the reply's event acknowledged", func() bool { return sl.Acked(reply.EventIDs[0]) })
+	if n := len(e.model.Requests()); n != 0 {
+		t.Fatalf("the reply alone made %d model calls; it mentions nobody in a thread the bot is not in", n)
+	}
+	sl.Release(root.EventIDs...)
+	waitBotFinal(t, sl, slacktest.General, root.TS, "Answer to the reply.")
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[0].LastMessage().Text(), "start a thread") ||
+		!strings.Contains(reqs[1].LastMessage().Text(), "and one more thing") || !requestMentions(reqs[1], "start a thread") {
+		t.Fatalf("%d model calls; want the mention, then the reply in the same conversation", len(reqs))
+	}
+	waitOutboxIdle(t, e)
+	if n := len(e.model.Requests()); n != 2 {
+		t.Errorf("%d model calls in all, want 2", n)
+	}
+	noSlackSecrets(t, p)
+}
+
 // TestSlackDeafSocketReconnects: the Socket Mode connection stays open but
 // Slack stops sending on it (no pings, no events: the message posted
 // meanwhile is lost). serve replaces the connection — with the default

@@ -16,6 +16,7 @@ type postSpec struct {
 	thread string
 	files  []fileSpec
 	quiet  bool
+	late   bool
 	botID  string
 }
 
@@ -35,6 +36,10 @@ func WithFile(name, mimeType string, data []byte) PostOption {
 // Quietly stores the message without emitting any event, as if Slack lost
 // them: only the Web API (catch-up) finds it.
 func Quietly() PostOption { return func(p *postSpec) { p.quiet = true } }
+
+// Late stores the message at once but holds its events until Release:
+// Slack does not promise order, so events posted after it may arrive first.
+func Late() PostOption { return func(p *postSpec) { p.late = true } }
 
 // ByBot makes the message another app's bot message.
 func ByBot(botID string) PostOption { return func(p *postSpec) { p.botID = botID } }
@@ -81,6 +86,8 @@ func (s *Server) Post(channel, user, text string, opts ...PostOption) Posted {
 	if spec.quiet {
 		return out
 	}
+	s.holding = spec.late
+	defer func() { s.holding = false }()
 	ev := map[string]any{"channel": c.id, "user": user, "text": text, "ts": m.TS, "event_ts": m.TS}
 	if spec.thread != "" {
 		ev["thread_ts"] = spec.thread

@@ -159,6 +159,7 @@ type Server struct {
 	responses  map[string]responseHook
 	events     map[string]*event
 	order      []string // event ids in creation order
+	holding    bool     // emit holds the events it creates (a Late post)
 	envelopes  map[string]*envelope
 	scopes     string // X-OAuth-Scopes of the bot token
 	conn       *conn  // the current Socket Mode connection

@@ -24,6 +24,7 @@ type event struct {
 	payload  []byte // the event_callback body
 	acked    bool
 	lost     bool // Slack gave up: emitted while the socket was silent
+	held     bool // not delivered until Release (Late)
 	attempts int
 	lastSent time.Time
 }
@@ -107,6 +108,29 @@ func (s *Server) Refresh() {
 	}
 }
 
+// Release delivers events held by Late, in the order given, the way Slack
+// delivers an event late (a retry after the app was away, or an HTTP
+// request that lost the race): later events may have arrived first.
+func (s *Server) Release(eventIDs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range eventIDs {
+		e := s.events[id]
+		if e == nil || !e.held {
+			continue
+		}
+		e.held = false
+		switch {
+		case s.http != nil:
+			target := s.http.events
+			s.spawn(func() { s.postEvent(e, target) })
+		case s.conn != nil && !s.conn.silent:
+			s.sendEvent(s.conn, e)
+		}
+	}
+	s.notify()
+}
+
 // Acked reports whether the event was acknowledged (an envelope ack in
 // Socket Mode, a 200 in HTTP mode).
 func (s *Server) Acked(eventID string) bool {
@@ -143,10 +167,11 @@ func (s *Server) emit(inner map[string]any) string {
 		"type": "event_callback", "event_id": id, "event_time": time.Now().Unix(),
 		"authorizations": []map[string]any{{"team_id": TeamID, "user_id": BotUserID, "is_bot": true}},
 	})
-	e := &event{id: id, payload: body}
+	e := &event{id: id, payload: body, held: s.holding}
 	s.events[id] = e
 	s.order = append(s.order, id)
 	switch {
+	case e.held:
 	case s.http != nil:
 		target := s.http.events
 		s.spawn(func() { s.postEvent(e, target) })
@@ -192,7 +217,7 @@ func (s *Server) redeliverLoop() {
 		if s.http == nil && s.conn != nil && !s.conn.silent {
 			for _, id := range s.order {
 				e := s.events[id]
-				if e.acked || e.lost || e.attempts >= maxDeliveries {
+				if e.acked || e.lost || e.held || e.attempts >= maxDeliveries {
 					continue
 				}
 				if e.attempts == 0 || time.Since(e.lastSent) >= s.redeliverAfter {
