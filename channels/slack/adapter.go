@@ -145,6 +145,7 @@ type run struct {
 	events  chan socketJob             // Socket Mode events, handled in order
 	work    chan func(context.Context) // presses and commands, acknowledged already
 	catchUp chan struct{}
+	behind  behind // orders live events after their conversation's catch-up
 	wg      sync.WaitGroup
 }
 
@@ -385,6 +386,7 @@ func (r *run) submit(f func(context.Context)) bool {
 }
 
 func (r *run) requestCatchUp() {
+	r.behind.begin()
 	select {
 	case r.catchUp <- struct{}{}:
 	default: // one is pending already; it will see everything

@@ -38,27 +38,26 @@ func (a *Adapter) catchUpLoop(r *run) {
 		case <-r.ctx.Done():
 			return
 		case <-r.catchUp:
-			a.catchUpAll(r.ctx, r.h)
+			a.catchUpAll(r.ctx, r)
 		}
 	}
 }
 
-func (a *Adapter) catchUpAll(ctx context.Context, h channels.Handler) {
+func (a *Adapter) catchUpAll(ctx context.Context, r *run) {
 	if a.opts.Threads == nil {
+		r.behind.listed(nil)
 		return
 	}
 	locs, err := a.opts.Threads(ctx)
 	if err != nil {
+		r.behind.listed(nil)
 		if ctx.Err() == nil {
 			a.log.Warn("slack catch-up: cannot list bound threads", "err", err)
 		}
 		return
 	}
-	n, handed := 0, 0
+	var todo []channels.Location
 	for _, loc := range locs {
-		if ctx.Err() != nil {
-			return
-		}
 		if loc.Channel != Name || !validID(loc.ChatID) || (loc.ThreadID != "" && !validTS(loc.ThreadID)) {
 			continue
 		}
@@ -68,10 +67,22 @@ func (a *Adapter) catchUpAll(ctx context.Context, h channels.Handler) {
 		if !a.channelAllowed(loc.ChatID, strings.HasPrefix(loc.ChatID, "D")) {
 			continue
 		}
-		if n++; n > a.opts.MaxCatchUpThreads {
+		if len(todo) == a.opts.MaxCatchUpThreads {
 			break
 		}
-		handed += a.catchUpOne(ctx, h, loc)
+		todo = append(todo, loc)
+	}
+	r.behind.listed(todo)
+	handed := 0
+	for _, loc := range todo {
+		if ctx.Err() != nil {
+			return
+		}
+		k := threadKey(loc.ChatID, loc.ThreadID)
+		if r.behind.claim(k) {
+			handed += a.catchUpOne(ctx, r.h, loc)
+			r.behind.finish(k)
+		}
 	}
 	if handed > 0 {
 		a.log.Info("slack catch-up handed over messages missed while disconnected", "messages", handed)

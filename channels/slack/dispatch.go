@@ -31,7 +31,7 @@ const (
 // OnInbound refused it (so it must not be acknowledged). Events the gateway
 // has (the same event_id, or the other event of an app_mention+message
 // pair) are not handed over again.
-func (a *Adapter) handleEvent(ctx context.Context, h channels.Handler, raw []byte) error {
+func (a *Adapter) handleEvent(ctx context.Context, r *run, raw []byte) error {
 	cb, err := parseCallback(raw)
 	if err != nil {
 		a.log.Warn("slack event ignored", "err", err)
@@ -46,7 +46,13 @@ func (a *Adapter) handleEvent(ctx context.Context, h channels.Handler, raw []byt
 		a.log.Debug("slack event ignored", "event", cb.EventID, "why", why)
 		return nil
 	}
-	if err := a.deliver(ctx, h, d); err != nil {
+	// What was missed in this conversation goes first (see behind).
+	k := threadKey(d.in.Location.ChatID, d.in.Location.ThreadID)
+	if loc, mine := r.behind.before(ctx, k); mine {
+		a.catchUpOne(ctx, r.h, loc)
+		r.behind.finish(k)
+	}
+	if err := a.deliver(ctx, r.h, d); err != nil {
 		return fmt.Errorf("handle event %s: %w", cb.EventID, err)
 	}
 	if cb.EventID != "" {

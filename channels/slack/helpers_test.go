@@ -23,8 +23,10 @@ type recorder struct {
 	attempts []channels.Inbound // every OnInbound call, accepted or not
 	actions  []channels.Action
 	failIn   int // fail this many OnInbound calls
-	// hold, when set, is received from before OnInbound answers.
+	// hold, when set, is received from before OnInbound answers (only for
+	// texts containing holdText, when that is set).
 	hold      chan struct{}
+	holdText  string
 	reply     channels.ActionReply
 	actionErr error
 	// then, when set, runs after an inbound was accepted (a tiny gateway).
@@ -43,6 +45,9 @@ func (r *recorder) OnInbound(ctx context.Context, in channels.Inbound) error {
 	r.attempts = append(r.attempts, in)
 	r.notify()
 	hold := r.hold
+	if r.holdText != "" && !strings.Contains(in.Text, r.holdText) {
+		hold = nil
+	}
 	r.mu.Unlock()
 	if hold != nil {
 		select {

@@ -101,7 +101,7 @@ func (a *Adapter) EventsHandler() http.Handler {
 		if n := r.Header.Get("X-Slack-Retry-Num"); n != "" {
 			a.log.Debug("slack event delivered again", "event", cb.EventID, "retry", n, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 		}
-		if err := a.handleEvent(r.Context(), run.h, body); err != nil {
+		if err := a.handleEvent(r.Context(), run, body); err != nil {
 			a.log.Warn("slack event not accepted; Slack will deliver it again", "err", err)
 			http.Error(w, "not accepted", http.StatusInternalServerError)
 			return

@@ -185,7 +185,7 @@ func (a *Adapter) eventWorker(r *run) {
 		case <-r.ctx.Done():
 			return
 		case j := <-r.events:
-			if err := a.handleEvent(r.ctx, r.h, j.raw); err != nil {
+			if err := a.handleEvent(r.ctx, r, j.raw); err != nil {
 				if r.ctx.Err() == nil {
 					a.log.Warn("slack event not accepted; not acknowledged, Slack will deliver it again", "err", err)
 				}

@@ -3,6 +3,7 @@ package slack
 import (
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,46 @@ func TestCatchUpAtStart(t *testing.T) {
 	calls := e.srv.Calls("conversations.replies")
 	if oldest := calls[len(calls)-1].Params["oldest"]; oldest != stop.TS {
 		t.Errorf("the second catch-up fetched after %s; want after the last message handed over (%s)", oldest, stop.TS)
+	}
+}
+
+// A live message in a bound conversation waits for what was missed in it:
+// while catch-up is busy with another thread, the live reply's own thread
+// is caught up first, so the agent reads the missed reply before it.
+func TestLiveEventAfterItsConversationsCatchUp(t *testing.T) {
+	e := setup(t, ModeSocket, nil)
+	busy := e.srv.Post(slacktest.General, slacktest.Ada, mention("thread one"), slacktest.Quietly())
+	e.srv.Post(slacktest.General, slacktest.Ada, "hold me", slacktest.InThread(busy.TS), slacktest.Quietly())
+	other := e.srv.Post(slacktest.General, slacktest.Grace, mention("thread two"), slacktest.Quietly())
+	e.srv.Post(slacktest.General, slacktest.Grace, "missed in two", slacktest.InThread(other.TS), slacktest.Quietly())
+	e.threads.add(generalThread(busy.TS))
+	e.threads.add(generalThread(other.TS))
+	release := make(chan struct{})
+	e.rec.mu.Lock()
+	e.rec.hold, e.rec.holdText = release, "hold me"
+	e.rec.mu.Unlock()
+	e.run(t)
+	e.rec.wait(t, e.ctx, "catch-up busy with thread one", func() bool {
+		return slices.ContainsFunc(e.rec.attempts, func(in channels.Inbound) bool { return in.Text == "hold me" })
+	})
+	live := e.srv.Post(slacktest.General, slacktest.Grace, "live in two", slacktest.InThread(other.TS))
+	e.rec.wait(t, e.ctx, "the live reply", func() bool {
+		return slices.ContainsFunc(e.rec.inbound, func(in channels.Inbound) bool { return in.Text == "live in two" })
+	})
+	if err := e.srv.WaitFor(e.ctx, "the live event acknowledged", func() bool { return e.srv.Acked(live.EventIDs[0]) }); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	got := e.rec.waitInbound(t, e.ctx, 5)
+	var two []string
+	for _, in := range got {
+		if in.Location.ThreadID == other.TS {
+			two = append(two, in.Text)
+		}
+	}
+	if want := []string{"<@" + slacktest.BotUserID + "> thread two", "missed in two", "live in two"}; !slices.Equal(two, want) &&
+		!slices.Equal(two, []string{"thread two", "missed in two", "live in two"}) {
+		t.Errorf("thread two reached the gateway as %q; want the missed reply before the live one", two)
 	}
 }
 
