@@ -18,8 +18,8 @@ import (
 // this checkout: two fixed seeds and one random seed (printed, and taken
 // from SWITCHBOARD_CRASH_SEED when set; SWITCHBOARD_CRASH_BIN names another
 // binary to test), 7 kills over a minute each —
-// about 20 kills and 4-5 minutes on 2 cores, the Telegram and Discord
-// chats together (SWITCHBOARD_CRASH_PLATFORMS adds slack). It takes minutes, so it runs
+// about 20 kills and 4-5 minutes on 2 cores, the Telegram, Slack and
+// Discord chats together. It takes minutes, so it runs
 // only with SWITCHBOARD_CRASH=1 (CI sets it in its own step):
 //
 //	SWITCHBOARD_CRASH=1 go test -count=1 -run TestCrashCampaign -timeout 30m ./bench/crash/
@@ -36,10 +36,9 @@ func TestCrashCampaign(t *testing.T) {
 		random = n
 	}
 	t.Logf("random seed %d (reproduce with SWITCHBOARD_CRASH_SEED=%d, or go run ./bench/crash -seed %d -kills 7 -duration 1m)", random, random, random)
-	// SWITCHBOARD_CRASH_PLATFORMS narrows the chats driven (default
-	// telegram,discord: the Slack chat finds a defect not fixed yet, see
-	// the README's crash campaign section).
-	platforms := strings.Split(cmp.Or(os.Getenv("SWITCHBOARD_CRASH_PLATFORMS"), "telegram,discord"), ",")
+	// SWITCHBOARD_CRASH_PLATFORMS narrows the chats driven (default all
+	// three).
+	platforms := strings.Split(cmp.Or(os.Getenv("SWITCHBOARD_CRASH_PLATFORMS"), "telegram,slack,discord"), ",")
 	t.Logf("platforms %v", platforms)
 	bin := os.Getenv("SWITCHBOARD_CRASH_BIN") // a binary to test instead of this checkout's
 	if bin == "" {

@@ -24,7 +24,18 @@
 // and reads what was posted there while events were not arriving: replies
 // in bound threads (conversations.replies) and top-level messages of bound
 // DMs (conversations.history), within Options.CatchUpWindow; it hands over
-// those it did not hand over already.
+// those it did not hand over already. A live event waits while a pass
+// lists the bound conversations, and one for a conversation the pass has
+// not reached yet catches that conversation up first (behind.go), so what
+// was missed reaches the gateway before what was posted since.
+//
+// Order. Slack does not promise event order (a retried event comes late;
+// HTTP requests race), so a reply in a new thread can come before the
+// mention that starts it. The gateway ignores such a reply
+// (channels.Queued.Ignored: no mention, a thread it does not know); the
+// adapter holds it, neither accepted nor seen, and when a later message in
+// that thread is taken, hands over again the held replies posted after it,
+// oldest first (orphans.go).
 //
 // Converting. A message's EventID is its channel and ts, so the app_mention
 // and message events of one post, Slack's retries and a catch-up read of it
@@ -68,5 +79,6 @@
 // are LRU maps whose entries also expire (cache.go): display names (2,000,
 // 1 h), accepted event and message ids (20,000, 2 h), threads the bot
 // posted in (5,000, 7 days), the newest message seen per thread for
-// catch-up (5,000, 2 h).
+// catch-up (5,000, 2 h); held thread replies (500 threads, 20 each, 10 min;
+// only the draft is held: images are fetched again when handed over).
 package slack
