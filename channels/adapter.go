@@ -166,6 +166,11 @@ type Action struct {
 	Token string
 	// Message is the message that carried the button.
 	Message MessageRef
+	// RoleAllowed and RoleAdmin are Inbound's: the platform says the
+	// presser is allowed / an admin by role (Discord allow_roles /
+	// admin_roles), so an admin by role may decide others' asks and choose
+	// Always, like a configured admin.
+	RoleAllowed, RoleAdmin bool
 }
 
 // ActionReply is what the presser of a button is told. Text empty means

@@ -29,6 +29,10 @@ type DecideRequest struct {
 	// who can read the data directory anyway, may decide every approval
 	// (Always included).
 	Operator bool
+	// Admin: the surface vouches that By is an admin by a platform role
+	// (channels.Action.RoleAdmin, Inbound.RoleAdmin), which the store's
+	// configuration cannot know.
+	Admin bool
 }
 
 // DecideResult is what a decision did.
@@ -103,14 +107,14 @@ func (a *approvals) decide(ctx context.Context, req DecideRequest) (DecideResult
 		return DecideResult{}, fmt.Errorf("read approval %s: %w", req.ApprovalID, err)
 	}
 	system := req.By == systemActor || req.Operator
-	if !system && !a.mayDecide(ap, req.By) {
+	if !system && !a.mayDecide(ap, req.By, req.Admin) {
 		return DecideResult{Approval: ap, Reply: "Only " + a.approverNames(ap) + " can decide this.", Refused: true}, nil
 	}
 	if ap.State != agentcore.ApprovalPending {
 		return DecideResult{Approval: ap, Reply: alreadyText(ap), Refused: true}, nil
 	}
 	action := req.Action
-	if action == ButtonAlways && !system && !isAdmin(e, req.By) {
+	if action == ButtonAlways && !system && !req.Admin && !isAdmin(e, req.By) {
 		return DecideResult{Approval: ap, Reply: "Only an admin can choose Always; use Approve for this once.", Refused: true}, nil
 	}
 	if action == ButtonAlways && ap.Rule == "" {
@@ -151,8 +155,9 @@ func (a *approvals) decide(ctx context.Context, req DecideRequest) (DecideResult
 	return res, nil
 }
 
-// mayDecide says whether who may decide ap.
-func (a *approvals) mayDecide(ap agentcore.Approval, who string) bool {
+// mayDecide says whether who may decide ap; roleAdmin: the surface says who
+// is an admin by a platform role.
+func (a *approvals) mayDecide(ap agentcore.Approval, who string, roleAdmin bool) bool {
 	approvers := ap.Approvers
 	if len(approvers) == 0 {
 		approvers = a.env.opts.AgentOptions[ap.AgentID].Approvers
@@ -162,7 +167,7 @@ func (a *approvals) mayDecide(ap agentcore.Approval, who string) bool {
 	}
 	// Asks routed to someone's DM come with working buttons: the route's
 	// person may decide, besides the requester and the admins.
-	return who == ap.Requester || isAdmin(a.env, who) || slices.Contains(a.env.opts.AgentOptions[ap.AgentID].ApprovalRoutes, who)
+	return who == ap.Requester || roleAdmin || isAdmin(a.env, who) || slices.Contains(a.env.opts.AgentOptions[ap.AgentID].ApprovalRoutes, who)
 }
 
 func (a *approvals) approverNames(ap agentcore.Approval) string {

@@ -31,8 +31,7 @@ func (in *intake) authorize(ctx context.Context, channel string, msg channels.In
 }
 
 // isAdmin says whether a qualified id is a configured admin of its channel
-// (roles are not known outside an inbound; role admins decide as the
-// requester or through configured approvers).
+// (roles are known only from an inbound or a press: DecideRequest.Admin).
 func isAdmin(e *env, who string) bool {
 	ch, id, err := channels.ParseIdentity(who)
 	if err != nil {

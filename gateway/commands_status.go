@@ -42,7 +42,7 @@ func cmdDecide(action ButtonAction) func(context.Context, *cmdCtx) string {
 				return "Several approvals are pending; name one:\n" + strings.Join(ids, "\n")
 			}
 		}
-		res, err := c.approvals.decide(ctx, DecideRequest{ApprovalID: id, Action: action, By: c.who, Reason: strings.Join(rest, " ")})
+		res, err := c.approvals.decide(ctx, DecideRequest{ApprovalID: id, Action: action, By: c.who, Reason: strings.Join(rest, " "), Admin: c.admin})
 		if err != nil {
 			return "Could not record the decision; try again."
 		}

@@ -94,6 +94,46 @@ func TestApprovalButtons(t *testing.T) {
 	}
 }
 
+// An admin by platform role (Discord admin_roles), whom the configuration
+// does not list, may decide someone else's ask by button and choose Always;
+// without the role the same person is refused.
+func TestRoleAdminDecidesByButton(t *testing.T) {
+	h := newHarness(t, harnessOpts{}, bashCall("c1", "touch role-file"), fakemodel.Step{Text: "Done by role."})
+	h.send(inbound("e1", "alice", "make the file", dm))
+	waitText(t, h.chat, "Approval needed")
+	ref, rows := buttons(t, h.chat, "Approval needed")
+	var always channels.Button
+	for _, row := range rows {
+		for _, b := range row {
+			if strings.HasPrefix(b.Label, "Always") {
+				always = b
+			}
+		}
+	}
+	if always.Token == "" {
+		t.Fatalf("no Always button in %+v", rows)
+	}
+	press := func(id string, roleAdmin bool) channels.ActionReply {
+		t.Helper()
+		reply, err := h.chat.Press(h.ctx(), channels.Action{EventID: id, Location: dm, User: channels.User{ID: "carol"},
+			Token: always.Token, Message: ref, RoleAllowed: roleAdmin, RoleAdmin: roleAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	if reply := press("p1", false); !reply.Alert || !strings.Contains(reply.Text, "Only") {
+		t.Fatalf("carol's press without the role: %+v", reply)
+	}
+	if reply := press("p2", true); !strings.Contains(reply.Text, "Always") && !strings.Contains(reply.Text, "Approved") {
+		t.Fatalf("carol's press as an admin by role: %+v", reply)
+	}
+	waitText(t, h.chat, "Done by role.")
+	if _, err := os.Stat(filepath.Join(h.workspace, "role-file")); err != nil {
+		t.Fatal("the tool did not run after the role admin's press")
+	}
+}
+
 func TestApprovalExpires(t *testing.T) {
 	h := newHarness(t, harnessOpts{timeout: time.Hour}, bashCall("c1", "touch late-file"), fakemodel.Step{Text: "ok, it expired"})
 	h.send(inbound("e1", "alice", "make the file", dm))

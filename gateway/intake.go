@@ -253,7 +253,7 @@ func (in *intake) action(ctx context.Context, channel string, a channels.Action)
 	if b.Action == ButtonStop {
 		return in.stopPressed(ctx, channel, a, b.ApprovalID)
 	}
-	res, err := in.approvals.decide(ctx, DecideRequest{ApprovalID: b.ApprovalID, Action: b.Action, By: channels.QualifiedID(channel, a.User.ID)})
+	res, err := in.approvals.decide(ctx, DecideRequest{ApprovalID: b.ApprovalID, Action: b.Action, By: channels.QualifiedID(channel, a.User.ID), Admin: a.RoleAdmin})
 	if err != nil {
 		return channels.ActionReply{Text: "Could not record the decision; try again.", Alert: true}, nil
 	}
@@ -263,7 +263,7 @@ func (in *intake) action(ctx context.Context, channel string, a channels.Action)
 // stopPressed stops a running turn from its live message's Stop button:
 // anyone who may talk in the chat may stop it.
 func (in *intake) stopPressed(ctx context.Context, channel string, a channels.Action, conv string) (channels.ActionReply, error) {
-	allowed, _, err := in.authorize(ctx, channel, channels.Inbound{User: a.User})
+	allowed, _, err := in.authorize(ctx, channel, channels.Inbound{User: a.User, RoleAllowed: a.RoleAllowed, RoleAdmin: a.RoleAdmin})
 	if err != nil {
 		return channels.ActionReply{}, err
 	}

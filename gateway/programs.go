@@ -277,7 +277,7 @@ func (h *handler) PendingApprovals(ctx context.Context, who string, limit int) (
 		if len(out) == limit {
 			break
 		}
-		if now.After(ap.Expires) || !h.in.approvals.mayDecide(ap, who) {
+		if now.After(ap.Expires) || !h.in.approvals.mayDecide(ap, who, false) {
 			continue
 		}
 		card := approvalCard(ap, nil, h.in.approvals.approverNames(ap))

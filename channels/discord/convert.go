@@ -429,6 +429,9 @@ func convertInteraction(i interaction, ch channelInfo, me identity, f filters) a
 		if i.Message != nil {
 			a.Message = channels.MessageRef{Location: loc, ID: i.Message.ID}
 		}
+		if !dm && i.Member != nil {
+			a.RoleAllowed, a.RoleAdmin = roleFacts(i.Member.Roles, f)
+		}
 		return actionOrCommand{action: a}
 	case interactionCommand:
 		if i.Data.Name == "" {

@@ -196,9 +196,16 @@ func TestConvertInteraction(t *testing.T) {
 
 	press := convertInteraction(parse(`{"id":"55","token":"tk","type":3,"channel_id":"`+thread+`",`+member+
 		`,"message":{"id":"66"},"data":{"custom_id":"tok-1","component_type":2}}`), botThread, testMe, testFilters)
-	wantAction := &channels.Action{EventID: "55", Location: threadLoc, User: ada, Token: "tok-1", Message: channels.MessageRef{Location: threadLoc, ID: "66"}}
+	wantAction := &channels.Action{EventID: "55", Location: threadLoc, User: ada, Token: "tok-1", Message: channels.MessageRef{Location: threadLoc, ID: "66"},
+		RoleAllowed: true}
 	if d := cmp.Diff(wantAction, press.action); d != "" {
 		t.Errorf("press (-want +got):\n%s", d)
+	}
+	// An admin by role presses: the gateway lets them decide others' asks.
+	bossPress := convertInteraction(parse(`{"id":"56","token":"tk","type":3,"channel_id":"`+thread+`",`+
+		strings.Replace(member, roleOK, roleAdm, 1)+`,"message":{"id":"66"},"data":{"custom_id":"tok-1","component_type":2}}`), botThread, testMe, testFilters)
+	if bossPress.action == nil || !bossPress.action.RoleAdmin || !bossPress.action.RoleAllowed {
+		t.Errorf("a press by an admin by role: %+v", bossPress.action)
 	}
 
 	cmd := convertInteraction(parse(`{"id":"1577436609463189505","token":"tk","type":2,"channel_id":"`+text+`",`+member+
