@@ -325,11 +325,22 @@ func TestSlackCatchUpAfterRestart(t *testing.T) {
 // in a new thread can arrive before the mention that starts the thread
 // (the mention's event was retried after the app was away). The reply,
 // ignored at first (no mention, a thread the gateway does not know), is
-// answered after the mention, in the same conversation, once.
+// answered after the mention, in the same conversation, once — in Socket
+// Mode and over HTTP.
 func TestSlackReplyBeforeItsMention(t *testing.T) {
-	e, sl := slackEnv(t, "socket", fakemodel.Step{Text: "Answer to the mention."}, fakemodel.Step{Text: "Answer to the reply."})
+	for _, mode := range []string{"socket", "http"} {
+		t.Run(mode, func(t *testing.T) { testSlackReplyBeforeItsMention(t, mode) })
+	}
+}
+
+func testSlackReplyBeforeItsMention(t *testing.T, mode string) {
+	e, sl := slackEnv(t, mode, fakemodel.Step{Text: "Answer to the mention."}, fakemodel.Step{Text: "Answer to the reply."})
 	p := e.startServe()
-	waitSlack(t, sl, "the Socket Mode connection", sl.Connected)
+	if mode == "http" {
+		sl.DeliverHTTP(p.url())
+	} else {
+		waitSlack(t, sl, "the Socket Mode connection", sl.Connected)
+	}
 	root := sl.Post(slacktest.General, slacktest.Ada, slackMention("start a thread"), slacktest.Late())
 	reply := sl.Post(slacktest.General, slacktest.Ada, "and one more thing", slacktest.InThread(root.TS))
 	waitSlack(t, sl, "the reply's event acknowledged", func() bool { return sl.Acked(reply.EventIDs[0]) })
