@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxTokenLen is the longest Button.Token in bytes (Telegram's callback_data
@@ -28,6 +29,12 @@ type Message struct {
 	// dedupes sends derive their platform's key from it (Discord: nonce
 	// with enforce_nonce), so a send retried after a crash posts once.
 	Key string
+	// MaybeSentSince, when set, says an earlier attempt at this send, made
+	// after that time, may have posted it: a process died between the
+	// platform call and recording it, or a call failed after the platform
+	// took it. Adapters that can find their own earlier post by Key (Slack:
+	// message metadata) return it instead of posting again. Not encoded.
+	MaybeSentSince time.Time
 }
 
 // Part is one piece of a Message. The set of parts is closed: Text,

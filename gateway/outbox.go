@@ -30,6 +30,9 @@ type outbox struct {
 	env  *env
 	wake chan struct{}
 	d    *delivery
+	// started is when this process's outbox began: an unsent item created
+	// before it may have been sent by the process that died.
+	started time.Time
 	// known is the newest item id handed to delivery: the poll for other
 	// processes' items need not scan for this process's own.
 	known atomic.Int64
@@ -41,7 +44,8 @@ type outbox struct {
 const scanEvery = 2
 
 func newOutbox(e *env) *outbox {
-	return &outbox{env: e, wake: make(chan struct{}, 1), d: &delivery{locs: map[string]*locQueue{}, sem: make(chan struct{}, outboxParallel)}}
+	return &outbox{env: e, wake: make(chan struct{}, 1), d: &delivery{locs: map[string]*locQueue{}, sem: make(chan struct{}, outboxParallel)},
+		started: e.now()}
 }
 
 // kick wakes the delivery loop for a scan.
@@ -467,6 +471,11 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 		// Stable across retries of this item; a turn's pages carry their
 		// own (stream.pageKey), shared with the streamed sends.
 		msg.Key = "ob-" + strconv.FormatInt(it.ID, 10)
+	}
+	if it.Attempts > 0 || it.Created.Before(o.started) {
+		// An earlier attempt, or the process that died, may have posted
+		// it before recording so (the send-then-crash window).
+		msg.MaybeSentSince = it.Created
 	}
 	var msgID string
 	switch it.Kind {

@@ -2,6 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-gw/switchboard/channels"
@@ -43,4 +46,54 @@ func TestSlowChatDoesNotBlockOthers(t *testing.T) {
 	waitText(t, fake, "echo: to the fast chat")
 	close(slow.release)
 	waitText(t, fake, "echo: to the slow chat")
+}
+
+// lossyChat records every send and fails the first one to a chat after the
+// platform took it (its answer lost), as a killed process or a timeout
+// would leave it.
+type lossyChat struct {
+	*channelstest.Adapter
+	mu    sync.Mutex
+	sends []channels.Message
+}
+
+func (l *lossyChat) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
+	l.mu.Lock()
+	l.sends = append(l.sends, m)
+	first := len(l.sends) == 1
+	l.mu.Unlock()
+	ref, err := l.Adapter.Send(ctx, loc, m)
+	if first {
+		return channels.MessageRef{}, errors.New("connection reset while reading the answer")
+	}
+	return ref, err
+}
+
+func (l *lossyChat) sent() []channels.Message {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.sends)
+}
+
+// A send retried after an attempt whose outcome is unknown tells the
+// adapter it may have been posted already (so Slack can find it by key);
+// a first attempt does not. The same holds for items a dead process left:
+// the next process's first attempt may be a second post.
+func TestRetriedSendSaysItMayBeSentAlready(t *testing.T) {
+	fake := channelstest.New("chat", channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain})
+	lossy := &lossyChat{Adapter: fake}
+	h := newHarnessWith(t, harnessOpts{}, lossy)
+	h.chat = fake
+	if err := fake.WaitStarted(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	h.send(inbound("s1", "alice", "/status", dm))
+	eventually(t, "the retried reply", func() bool { return len(lossy.sent()) >= 2 })
+	sends := lossy.sent()
+	if !sends[0].MaybeSentSince.IsZero() {
+		t.Errorf("the first attempt says it may be sent already (%v)", sends[0].MaybeSentSince)
+	}
+	if sends[1].MaybeSentSince.IsZero() || sends[1].Key != sends[0].Key || sends[1].Key == "" {
+		t.Errorf("the retry: key %q (first %q), maybe sent since %v; want the same key, maybe sent", sends[1].Key, sends[0].Key, sends[1].MaybeSentSince)
+	}
 }

@@ -445,3 +445,43 @@ func TestSendChecksMessage(t *testing.T) {
 		t.Errorf("65-byte token: %v", err)
 	}
 }
+
+// A send the gateway retries after an attempt whose answer was lost finds
+// the post that attempt made (its key is in the message metadata) instead
+// of posting a second copy; without the hint, or with another key, it
+// posts.
+func TestRetriedSendReusesTheLostPost(t *testing.T) {
+	e := setup(t, ModeSocket, nil)
+	e.run(t)
+	root := e.srv.Post(slacktest.General, slacktest.Ada, mention("hi"))
+	loc := generalThread(root.TS)
+	msg := channels.Message{Key: "ob-7", Parts: []channels.Part{channels.Text{Markdown: "Approve this?"}}}
+	before := time.Now()
+	e.srv.FailNext(slacktest.Failure{Error: "internal_error", Taken: true}, "chat.postMessage")
+	if _, err := e.a.Send(e.ctx, loc, msg); err == nil {
+		t.Fatal("the lost answer did not fail the send")
+	}
+	if n := len(e.srv.BotMessages(slacktest.General, root.TS)); n != 1 {
+		t.Fatalf("%d bot messages after the taken post, want 1", n)
+	}
+	msg.MaybeSentSince = before
+	ref, err := e.a.Send(e.ctx, loc, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := e.srv.BotMessages(slacktest.General, root.TS)
+	if len(bot) != 1 || ref.ID != bot[0].TS {
+		t.Fatalf("the retry posted again or named another message: ref %s, %d bot messages", ref.ID, len(bot))
+	}
+	// Edits reach the one copy.
+	if err := e.a.Edit(e.ctx, ref, channels.TextMessage("Approved.")); err != nil {
+		t.Fatal(err)
+	}
+	other := channels.Message{Key: "ob-8", MaybeSentSince: before, Parts: []channels.Part{channels.Text{Markdown: "Something else."}}}
+	if _, err := e.a.Send(e.ctx, loc, other); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.srv.BotMessages(slacktest.General, root.TS)); n != 2 {
+		t.Errorf("%d bot messages after a maybe-sent send with a new key, want 2", n)
+	}
+}

@@ -128,14 +128,21 @@ func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Me
 		return channels.MessageRef{}, channels.Permanent(fmt.Errorf("slack send: the message has nothing to show"))
 	}
 	var first channels.MessageRef
+	var posted map[string]string // part key → ts of an earlier attempt's post
+	if m.Key != "" && !m.MaybeSentSince.IsZero() {
+		posted = a.findPosted(ctx, chat, loc.ThreadID, m.MaybeSentSince)
+	}
 	if len(chunks) > 0 || len(rows) > 0 {
 		for i, g := range groups(chunks) {
 			var r [][]channels.Button
 			if i == 0 {
 				r = rows
 			}
-			ts, err := a.post(ctx, chat, loc.ThreadID, g, r)
-			if err != nil {
+			key := partKey(m.Key, i)
+			ts, ok := posted[key]
+			if ok {
+				a.log.Debug("slack message posted by an earlier attempt; not posting it again", "chat", chat, "ts", ts)
+			} else if ts, err = a.post(ctx, chat, loc.ThreadID, g, r, key); err != nil {
 				return first, err
 			}
 			if i == 0 {
@@ -155,11 +162,15 @@ func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Me
 	return first, nil
 }
 
-// post sends one message and returns its ts.
-func (a *Adapter) post(ctx context.Context, chat, thread string, sections []string, rows [][]channels.Button) (string, error) {
+// post sends one message and returns its ts. A key goes into the message's
+// metadata, so a retry can find the post (findPosted).
+func (a *Adapter) post(ctx context.Context, chat, thread string, sections []string, rows [][]channels.Button, key string) (string, error) {
 	opts := []slack.MsgOption{
 		slack.MsgOptionText(fallback(sections), false),
 		slack.MsgOptionBlocks(blocks(sections, rows)...),
+	}
+	if key != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: sentEventType, EventPayload: map[string]any{"key": key}}))
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -186,6 +197,9 @@ func (a *Adapter) post(ctx context.Context, chat, thread string, sections []stri
 	opts = []slack.MsgOption{
 		slack.MsgOptionText(fallback(sections), false),
 		slack.MsgOptionBlocks(blocks(sections, rows)...),
+	}
+	if key != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: sentEventType, EventPayload: map[string]any{"key": key}}))
 	}
 	_, ts, err = a.api.PostMessageContext(cctx, chat, opts...)
 	return ts, a.red.classify("chat.postMessage", err)

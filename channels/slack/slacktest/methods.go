@@ -60,6 +60,9 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f, ok := s.takeFailure(method); ok {
+		if f.Taken {
+			_, _ = s.method(method, params)
+		}
 		if f.RateLimited > 0 {
 			call.Error = "429"
 			w.Header().Set("Retry-After", strconv.Itoa(int(f.RateLimited/time.Second)))
@@ -251,7 +254,17 @@ func (s *Server) postMessage(p map[string]string) (map[string]any, error) {
 	if err := s.checkThread(c, p["thread_ts"]); err != nil {
 		return nil, err
 	}
-	m := &Message{Channel: c.id, TS: s.nextTS(), ThreadTS: p["thread_ts"], User: BotUserID, BotID: BotID, Text: p["text"], Blocks: blocks}
+	if md := p["metadata"]; md != "" {
+		var v struct {
+			EventType    string         `json:"event_type"`
+			EventPayload map[string]any `json:"event_payload"`
+		}
+		if json.Unmarshal([]byte(md), &v) != nil || v.EventType == "" {
+			return nil, apiError("invalid_metadata_format")
+		}
+	}
+	m := &Message{Channel: c.id, TS: s.nextTS(), ThreadTS: p["thread_ts"], User: BotUserID, BotID: BotID, Text: p["text"], Blocks: blocks,
+		Metadata: p["metadata"]}
 	c.msgs = append(c.msgs, m)
 	s.botMessageEvent(c, m)
 	return map[string]any{"channel": c.id, "ts": m.TS, "message": map[string]any{"ts": m.TS, "text": m.Text, "bot_id": BotID}}, nil
@@ -371,9 +384,10 @@ func (s *Server) replies(p map[string]string) (map[string]any, error) {
 		msgs = append(msgs, m)
 	}
 	page, next := paginate(msgs, p)
-	out := []map[string]any{s.wire(root, len(msgs))}
+	meta := p["include_all_metadata"] == "1" || p["include_all_metadata"] == "true"
+	out := []map[string]any{s.wire(root, len(msgs), meta)}
 	for _, m := range page {
-		out = append(out, s.wire(m, 0))
+		out = append(out, s.wire(m, 0, meta))
 	}
 	return withCursor(map[string]any{"messages": out}, next), nil
 }
@@ -392,9 +406,10 @@ func (s *Server) history(p map[string]string) (map[string]any, error) {
 		}
 	}
 	page, next := paginate(msgs, p)
+	meta := p["include_all_metadata"] == "1" || p["include_all_metadata"] == "true"
 	var out []map[string]any
 	for _, m := range page {
-		out = append(out, s.wire(m, 0))
+		out = append(out, s.wire(m, 0, meta))
 	}
 	return withCursor(map[string]any{"messages": out}, next), nil
 }
@@ -434,8 +449,11 @@ func paginate(msgs []*Message, p map[string]string) ([]*Message, string) {
 }
 
 // wire is a message as the Web API returns it.
-func (s *Server) wire(m *Message, replies int) map[string]any {
+func (s *Server) wire(m *Message, replies int, metadata bool) map[string]any {
 	w := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+	if metadata && m.Metadata != "" {
+		w["metadata"] = json.RawMessage(m.Metadata)
+	}
 	if m.BotID != "" {
 		w["bot_id"] = m.BotID
 	}

@@ -49,6 +49,9 @@ type Message struct {
 	Files    []string // ids of shared files
 	Edits    int
 	Deleted  bool
+	// Metadata is the message metadata the app posted (JSON), returned by
+	// conversations.replies and .history with include_all_metadata.
+	Metadata string
 }
 
 // Shown is the text the message shows: its section blocks' text, else its
@@ -107,6 +110,9 @@ type Call struct {
 type Failure struct {
 	RateLimited time.Duration
 	Error       string
+	// Taken: the call takes effect, and then the answer is the failure
+	// (the answer was lost on its way, or the caller died waiting for it).
+	Taken bool
 }
 
 // Option configures a Server.
