@@ -60,7 +60,12 @@
 // the presser (response_url, else chat.postEphemeral). Attachments are
 // uploaded into the thread with the external upload API. A reply Slack
 // refuses to thread (cannot_reply_to_message) is posted in the channel with
-// a link to the thread. Errors are classified for the outbox: 429 as
+// a link to the thread. A keyed send (Message.Key) carries its key in the
+// message metadata, and a send the gateway marks as maybe posted already
+// (Message.MaybeSentSince: the process died between the post and recording
+// it, or the answer was lost) first reads the conversation since then and
+// reuses the bot's post with that key, so a retried approval card is not
+// posted twice (resend.go). Errors are classified for the outbox: 429 as
 // *channels.RateLimitError with Retry-After (the SDK's own retries are off),
 // refusals as channels.Permanent, the rest transient. The tokens and the
 // signing secret are removed from every error and log line.
