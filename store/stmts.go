@@ -46,6 +46,10 @@ type stmts struct {
 	startRun     *sql.Stmt
 	finishRun    *sql.Stmt
 	markTool     *sql.Stmt
+	// writer: a grouped request's savepoint (see runOnce)
+	savepoint         *sql.Stmt
+	releaseSavepoint  *sql.Stmt
+	rollbackSavepoint *sql.Stmt
 
 	// read pool
 	binding         *sql.Stmt
@@ -65,6 +69,8 @@ type stmts struct {
 	approvalButtons *sql.Stmt
 	agentRules      *sql.Stmt
 	callApprovals   *sql.Stmt
+	taskByID        *sql.Stmt
+	taskOfConv      *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -105,6 +111,9 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.startRun, qStartRun},
 		{w, &s.finishRun, qFinishRun},
 		{w, &s.markTool, qMarkToolStarted},
+		{w, &s.savepoint, `SAVEPOINT w`},
+		{w, &s.releaseSavepoint, `RELEASE w`},
+		{w, &s.rollbackSavepoint, `ROLLBACK TO w`},
 
 		{r, &s.binding, qBinding},
 		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations c WHERE c.id = ?`},
@@ -122,6 +131,8 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.approvalButtons, qApprovalButtons},
 		{r, &s.agentRules, `SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`},
 		{r, &s.callApprovals, `SELECT ` + approvalColumns + ` FROM approvals WHERE conversation_id = ? AND tool_call_id = ? ORDER BY created, rowid`},
+		{r, &s.taskByID, `SELECT ` + taskColumns + ` FROM tasks WHERE id = ?`},
+		{r, &s.taskOfConv, `SELECT ` + taskColumns + ` FROM tasks WHERE conversation_id = ?`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {
