@@ -37,6 +37,13 @@ const (
 	// keeps; the file's pages stay in the OS's cache anyway, and a quarter
 	// of it measured no slower (bench/gatewayload).
 	cacheKiB = 512
+	// readCacheKiB is the page cache of each read connection. sqlite
+	// empties a connection's cache whenever another connection wrote
+	// since its last read (WAL), so under any write load a reader's cache
+	// holds only what its current query reads; a larger one only raised
+	// the high-water mark of sqlite's heap, which modernc's allocator
+	// keeps resident (see doc.go).
+	readCacheKiB = 128
 	// writeAttempts bounds the retries of a write transaction that still
 	// got SQLITE_BUSY after busy_timeout (possible across processes, e.g.
 	// while another process checkpoints or recovers the WAL).
@@ -140,10 +147,11 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))
 	if readOnly {
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", readCacheKiB))
 		q.Add("_pragma", "query_only(1)")
 	} else {
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))
 		q.Add("_pragma", "journal_mode(WAL)")
 		// The statement journal of the writer's savepoints (one per grouped
 		// request, see runOnce) in memory: past 64 KiB sqlite spilled it to

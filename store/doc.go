@@ -31,8 +31,14 @@
 // transactions end to end; Stats counts them by method. System prompts are
 // stored once per distinct text (prompts.go).
 //
-// Memory: besides sqlite's page cache per connection (512 KiB on one
-// writer and at most two readers), a DB keeps the prepared hot
-// statements and a cache of settings reads (at most 1,024 scopes, each
-// reused for a second). Nothing grows with the data.
+// Memory: besides sqlite's page cache per connection (512 KiB on the one
+// writer, 128 KiB on each of at most two readers, whose caches sqlite
+// empties after every write anyway) and the writer's statement journal
+// (in memory: the pages one grouped request changed), a DB keeps the
+// prepared hot statements and a cache of settings reads (at most 1,024
+// scopes, each reused for a second). Nothing grows with the data.
+// sqlite's heap is modernc.org/libc's allocator, which keeps freed regions
+// for reuse (up to 4 MiB plus its high-water mark): what sqlite needs at
+// its peak stays resident, so its caches are kept small rather than
+// trimmed when idle.
 package store
