@@ -146,7 +146,7 @@ func (db *DB) claimItemKey(ctx context.Context, tx *sql.Tx, key string, t time.T
 	if fresh, err = db.claimDedupe(ctx, tx, key, t, ttl); err != nil || fresh {
 		return 0, fresh, err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, key).Scan(&seen); err != nil {
+	if err := tx.StmtContext(ctx, db.stmts.seenKeyItem).QueryRowContext(ctx, key).Scan(&seen); err != nil {
 		return 0, false, fmt.Errorf("read dedupe key %q: %w", key, err)
 	}
 	return seen, false, nil
@@ -159,7 +159,7 @@ func (db *DB) insertKeyedItem(ctx context.Context, tx *sql.Tx, it gateway.Item, 
 		return 0, err
 	}
 	if key != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, key); err != nil {
+		if _, err := tx.StmtContext(ctx, db.stmts.keyItem).ExecContext(ctx, id, key); err != nil {
 			return 0, fmt.Errorf("record dedupe key %q: %w", key, err)
 		}
 	}

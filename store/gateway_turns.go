@@ -148,7 +148,7 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 	err := db.write(ctx, "EnqueueNew", func(tx *sql.Tx) error {
 		used, id, enqueued = b, 0, false
 		var created int64
-		err := tx.QueryRowContext(ctx, qBinding, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
+		err := tx.StmtContext(ctx, db.stmts.bindingForUpdate).QueryRowContext(ctx, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
 		bound := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -166,11 +166,10 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 		if !bound {
 			used = b
 			used.ConversationID, used.AgentID = conv.ID, conv.AgentID
-			if err := ensureAgent(ctx, tx, conv.AgentID); err != nil {
+			if err := db.ensureAgent(ctx, tx, conv.AgentID); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations
-				(id, agent_id, created, updated, system_prompt, prompt_revision) VALUES (?, ?, ?, ?, '', '')`,
+			if _, err := tx.StmtContext(ctx, db.stmts.insertConversation).ExecContext(ctx,
 				conv.ID, conv.AgentID, nanos(conv.Created), nanos(conv.Updated)); err != nil {
 				return fmt.Errorf("create conversation %s: %w", conv.ID, err)
 			}

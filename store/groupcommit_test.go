@@ -22,7 +22,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
 			close(held)
 			<-hold
-			return ensureAgent(ctx, tx, "holder")
+			return db.ensureAgent(ctx, tx, "holder")
 		})
 	}()
 	<-held
@@ -33,7 +33,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
-				if err := ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)); err != nil {
+				if err := db.ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)); err != nil {
 					return err
 				}
 				if i%2 == 1 {

@@ -87,9 +87,17 @@ func (db *DB) Task(ctx context.Context, id string) (agentcore.Task, error) {
 // TaskOfConversation returns the task whose child conversation this is,
 // or ErrNotFound.
 func (db *DB) TaskOfConversation(ctx context.Context, conversationID string) (agentcore.Task, error) {
-	// Asked twice on every turn (is this conversation a task's child?):
-	// a prepared statement, so that no turn parses it.
-	t, err := scanTask(db.stmts.taskOfConv.QueryRowContext(ctx, conversationID))
+	// Asked twice on every turn (is this conversation a task's child?),
+	// and the answer is almost always no: a one-column probe first (the
+	// driver reads every column's name and type for each query), and
+	// prepared statements, so that no turn parses them. Task rows are
+	// never deleted, so a row the probe found is there for the second.
+	var one int
+	err := db.stmts.isTaskConv.QueryRowContext(ctx, conversationID).Scan(&one)
+	var t agentcore.Task
+	if err == nil {
+		t, err = scanTask(db.stmts.taskOfConv.QueryRowContext(ctx, conversationID))
+	}
 	if err = errNoRows(err); err != nil {
 		return agentcore.Task{}, fmt.Errorf("task of conversation %s: %w", conversationID, err)
 	}

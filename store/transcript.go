@@ -20,7 +20,7 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 		return errors.New("ensure agent: empty agent id")
 	}
 	err := db.write(ctx, "EnsureAgent", func(tx *sql.Tx) error {
-		return ensureAgent(ctx, tx, agentID)
+		return db.ensureAgent(ctx, tx, agentID)
 	})
 	if err != nil {
 		return fmt.Errorf("ensure agent %s: %w", agentID, err)
@@ -28,12 +28,14 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 	return nil
 }
 
-func ensureAgent(ctx context.Context, tx *sql.Tx, agentID string) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO agents (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
-		agentID, nanos(now()))
+func (db *DB) ensureAgent(ctx context.Context, tx *sql.Tx, agentID string) error {
+	_, err := tx.StmtContext(ctx, db.stmts.ensureAgent).ExecContext(ctx, agentID, nanos(now()))
 	return err
 }
+
+// qInsertConversation stores a new conversation without its prompt.
+const qInsertConversation = `INSERT INTO conversations
+	(id, agent_id, created, updated, system_prompt, prompt_revision) VALUES (?, ?, ?, ?, '', '')`
 
 // CreateConversation stores a new conversation (recording its agent if
 // needed). c.ID and c.AgentID are required; Created and Updated default to
@@ -50,12 +52,10 @@ func (db *DB) CreateConversation(ctx context.Context, c agentcore.Conversation) 
 		c.Updated = c.Created
 	}
 	err := db.write(ctx, "CreateConversation", func(tx *sql.Tx) error {
-		if err := ensureAgent(ctx, tx, c.AgentID); err != nil {
+		if err := db.ensureAgent(ctx, tx, c.AgentID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO conversations
-			(id, agent_id, created, updated, system_prompt, prompt_revision)
-			VALUES (?, ?, ?, ?, '', '')`,
+		_, err := tx.StmtContext(ctx, db.stmts.insertConversation).ExecContext(ctx,
 			c.ID, c.AgentID, nanos(c.Created), nanos(c.Updated))
 		if isUnique(err) {
 			return fmt.Errorf("conversation already exists: %w", err)
