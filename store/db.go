@@ -73,6 +73,10 @@ type DB struct {
 	count         counters // see Stats
 	settingsCache settingsCache
 
+	// index holds the full-text rows of the writer's current transaction
+	// (indexLater); only the writer goroutine touches it.
+	index []indexRow
+
 	// failAt, set only by this package's tests, makes a multi-step write
 	// fail at the named step (to prove it is one transaction).
 	failAt func(step string) error
@@ -303,6 +307,7 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 		}
 		return nil
 	}
+	defer db.resetIndex() // whatever the transaction's fate, its rows are done
 	ok := make([]*writeReq, 0, len(batch))
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -314,6 +319,7 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 			_ = tx.Rollback()
 			return append(ok, batch[i:]...)
 		}
+		queued := len(db.index)
 		fnErr := r.fn(tx)
 		if fnErr == nil {
 			if err := db.savepointOp(tx, db.stmts.releaseSavepoint, `RELEASE w`); err != nil {
@@ -323,6 +329,7 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 			ok = append(ok, r)
 			continue
 		}
+		db.index = db.index[:queued] // its rows go with its changes
 		rbErr := db.savepointOp(tx, db.stmts.rollbackSavepoint, `ROLLBACK TO w`)
 		if rbErr == nil {
 			rbErr = db.savepointOp(tx, db.stmts.releaseSavepoint, `RELEASE w`)
@@ -338,8 +345,9 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 		db.count.failed.Add(1)
 		r.done <- fnErr
 	}
-	err = tx.Commit()
-	if err != nil {
+	if err = db.flushIndex(tx); err != nil {
+		_ = tx.Rollback()
+	} else if err = tx.Commit(); err != nil {
 		err = fmt.Errorf("commit: %w", err)
 	}
 	db.counted(int64(len(ok)), err)
@@ -367,7 +375,12 @@ func (db *DB) writeOnce(fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	defer db.resetIndex()
+	err = fn(tx)
+	if err == nil {
+		err = db.flushIndex(tx)
+	}
+	if err != nil {
 		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 		}
@@ -377,6 +390,51 @@ func (db *DB) writeOnce(fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// indexRow is one message's searchable text, under its pk.
+type indexRow struct {
+	pk   int64
+	body string
+}
+
+// indexLater queues a message's full-text row for the end of the writer's
+// transaction (flushIndex). Indexed right away, each grouped request's
+// rows made FTS5 write its pending index to disk at the request's next
+// statement that opened a statement journal (FTS5 flushes at every
+// savepoint), so a batch of N turns wrote N small segments and merged
+// them; at the end of the transaction, after the last savepoint, it
+// writes one. The rows commit with the transaction or not at all, like
+// the messages they index. Called only from write functions (the writer
+// goroutine).
+func (db *DB) indexLater(pk int64, body string) {
+	db.index = append(db.index, indexRow{pk, body})
+}
+
+// flushIndex inserts the transaction's queued full-text rows.
+func (db *DB) flushIndex(tx *sql.Tx) error {
+	if len(db.index) == 0 {
+		return nil
+	}
+	st := tx.Stmt(db.stmts.indexMessage)
+	for _, r := range db.index {
+		if _, err := st.Exec(r.pk, r.body); err != nil {
+			return fmt.Errorf("index message %d: %w", r.pk, err)
+		}
+	}
+	db.resetIndex()
+	return nil
+}
+
+// resetIndex forgets the queued rows (their transaction is gone, or they
+// are stored), keeping a small buffer.
+func (db *DB) resetIndex() {
+	if cap(db.index) > 1024 {
+		db.index = nil
+		return
+	}
+	clear(db.index)
+	db.index = db.index[:0]
 }
 
 // sqliteCode returns the primary sqlite result code of err, or 0.

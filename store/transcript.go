@@ -247,7 +247,6 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b
 		return nil
 	}
 	insMsg := tx.StmtContext(ctx, db.stmts.insertMessage)
-	insFTS := tx.StmtContext(ctx, db.stmts.indexMessage)
 	insView := tx.StmtContext(ctx, db.stmts.appendView)
 	for i := range b.out {
 		m := &b.out[i]
@@ -266,9 +265,8 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b
 			return err
 		}
 		if b.enc[i].body != "" {
-			if _, err := insFTS.ExecContext(ctx, pk, b.enc[i].body); err != nil {
-				return fmt.Errorf("index message %s: %w", m.ID, err)
-			}
+			// Indexed when the writer's transaction ends (indexLater).
+			db.indexLater(pk, b.enc[i].body)
 		}
 		if _, err := insView.ExecContext(ctx, conversationID, lastPos+int64(i)+1, m.ID); err != nil {
 			return fmt.Errorf("add message %s to view: %w", m.ID, err)
