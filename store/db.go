@@ -44,6 +44,14 @@ const (
 	// the high-water mark of sqlite's heap, which modernc's allocator
 	// keeps resident (see doc.go).
 	readCacheKiB = 128
+	// checkpointEvery is how long after a commit the checkpointer copies
+	// the WAL into the database (a passive checkpoint on a read
+	// connection). sqlite's own automatic checkpoint ran inside the
+	// committing write every 1,000 pages and held every write queued
+	// behind it for its milliseconds: most of the p99 of a turn's writes
+	// (bench/gatewayload phase b). At 200 turns/s a quarter of a second is
+	// about those 1,000 pages.
+	checkpointEvery = 250 * time.Millisecond
 	// writeAttempts bounds the retries of a write transaction that still
 	// got SQLITE_BUSY after busy_timeout (possible across processes, e.g.
 	// while another process checkpoints or recovers the WAL).
@@ -63,6 +71,9 @@ type DB struct {
 	writes     chan *writeReq
 	closing    chan struct{}
 	writerDone chan struct{}
+	// wrote wakes the checkpointer after a commit (see checkpointer).
+	wrote          chan struct{}
+	checkpointDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -131,8 +142,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
 
-	db := &DB{path: abs, w: w, r: r, writes: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{})}
+	db := &DB{path: abs, w: w, r: r, writes: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
+		wrote: make(chan struct{}, 1), checkpointDone: make(chan struct{})}
 	go db.writer()
+	go db.checkpointer()
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
@@ -157,6 +170,8 @@ func dsn(path string, readOnly bool) string {
 	} else {
 		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))
 		q.Add("_pragma", "journal_mode(WAL)")
+		// Checkpoints are the checkpointer's, off the writer's path.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 		// The statement journal of the writer's savepoints (one per grouped
 		// request, see runOnce) in memory: past 64 KiB sqlite spilled it to
 		// a temporary file and wrote each page there (an eighth of the
@@ -176,6 +191,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.closing)
 		<-db.writerDone
+		<-db.checkpointDone
 		db.closeErr = errors.Join(db.stmts.close(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
@@ -272,6 +288,44 @@ func (db *DB) writer() {
 		}
 		db.runBatch(batch)
 		clear(batch)
+	}
+}
+
+// checkpointer copies the WAL into the database file checkpointEvery
+// after writes, until Close: a passive checkpoint, on a read connection,
+// so that no write waits for it (WAL lets the writer append meanwhile).
+// It waits on a channel, with no timer, while nothing is written. The
+// last connection to close checkpoints what is left (sqlite).
+func (db *DB) checkpointer() {
+	defer close(db.checkpointDone)
+	for {
+		select {
+		case <-db.wrote:
+		case <-db.closing:
+			return
+		}
+		t := time.NewTimer(checkpointEvery)
+		select {
+		case <-t.C:
+		case <-db.closing:
+			t.Stop()
+			return
+		}
+		// A busy checkpoint (a reader on an old snapshot, another
+		// process's checkpoint) copies what it can; the rest waits for the
+		// next one.
+		db.count.checkpoints.Add(1)
+		if _, err := db.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			db.count.checkpointErrs.Add(1)
+		}
+	}
+}
+
+// committed tells the checkpointer that the WAL grew.
+func (db *DB) committed() {
+	select {
+	case db.wrote <- struct{}{}:
+	default:
 	}
 }
 

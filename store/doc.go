@@ -16,8 +16,12 @@
 // for instance, assigns sequence numbers, extends the in-context view, indexes
 // the text for search and bumps the conversation's update time atomically,
 // so concurrent appends to one conversation get unique, contiguous Seq
-// values. No method starts a goroutine that outlives it. Close waits for
-// nothing but the pools and may be called more than once.
+// values. No method starts a goroutine that outlives it; a DB runs two of
+// its own until Close: the writer and the checkpointer, which copies the
+// WAL into the database a quarter of a second after writes (a passive
+// checkpoint on a read connection, so that no write waits for it; sqlite's
+// automatic one ran inside a commit). Close waits for both and the pools,
+// and may be called more than once.
 //
 // Invariants enforced here: messages are append-only (triggers in
 // migrations/0001_init.sql refuse UPDATE and DELETE), a view only references
