@@ -76,11 +76,15 @@ func main() {
 	flag.StringVar(&c.csv, "csv", "", "write the soak's samples to this CSV file")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of phase a (or park) to this file")
 	flag.StringVar(&c.memprofile, "memprofile", "", "write a heap profile at the end of each phase to this file")
+	memRate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (0: the default, one sample per 512 KiB)")
 	phases := flag.String("phases", "ab", "phases to run: a, b, idle, park, decide, soak (comma-separated)")
 	serve := flag.Bool("serve", false, "also build and measure `switchboard serve` (start to ready, idle RSS)")
 	serveRuns := flag.Int("serve-runs", 5, "serve starts to take the median of")
 	idleWait := flag.Duration("idle-wait", 3*time.Second, "idle time before reading serve's RSS")
 	flag.Parse()
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 
 	tmp := c.data
 	if tmp == "" {
