@@ -24,7 +24,7 @@ var _ gateway.Store = (*DB)(nil)
 func (db *DB) Binding(ctx context.Context, location string) (gateway.Binding, error) {
 	var b gateway.Binding
 	var created int64
-	err := db.stmts.binding.QueryRowContext(ctx, location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
+	err := db.stmts.binding.QueryRowContext(pointRead(ctx), location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gateway.Binding{}, fmt.Errorf("binding of %s: %w", location, gateway.ErrNotFound)
 	}
@@ -246,7 +246,7 @@ func scanItem(s scanner) (gateway.Item, error) {
 // returned untouched (another process works it), without a write.
 func (db *DB) Peek(ctx context.Context, conversationID string, channels []string) (gateway.Item, error) {
 	for {
-		it, err := scanItem(db.stmts.peekItem.QueryRowContext(ctx, conversationID))
+		it, err := scanItem(db.stmts.peekItem.QueryRowContext(pointRead(ctx), conversationID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return gateway.Item{}, fmt.Errorf("peek conversation %s: no unfinished item: %w", conversationID, gateway.ErrNotFound)
 		}

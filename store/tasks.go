@@ -93,10 +93,10 @@ func (db *DB) TaskOfConversation(ctx context.Context, conversationID string) (ag
 	// prepared statements, so that no turn parses them. Task rows are
 	// never deleted, so a row the probe found is there for the second.
 	var one int
-	err := db.stmts.isTaskConv.QueryRowContext(ctx, conversationID).Scan(&one)
+	err := db.stmts.isTaskConv.QueryRowContext(pointRead(ctx), conversationID).Scan(&one)
 	var t agentcore.Task
 	if err == nil {
-		t, err = scanTask(db.stmts.taskOfConv.QueryRowContext(ctx, conversationID))
+		t, err = scanTask(db.stmts.taskOfConv.QueryRowContext(pointRead(ctx), conversationID))
 	}
 	if err = errNoRows(err); err != nil {
 		return agentcore.Task{}, fmt.Errorf("task of conversation %s: %w", conversationID, err)

@@ -92,7 +92,7 @@ func scanConversation(s scanner) (agentcore.Conversation, error) {
 
 // Conversation returns the conversation with the given id, or ErrNotFound.
 func (db *DB) Conversation(ctx context.Context, id string) (agentcore.Conversation, error) {
-	c, err := scanConversation(db.stmts.conversation.QueryRowContext(ctx, id))
+	c, err := scanConversation(db.stmts.conversation.QueryRowContext(pointRead(ctx), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentcore.Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 	}
@@ -371,7 +371,7 @@ func (db *DB) queryMessages(ctx context.Context, conversationID string, st *sql.
 
 func (db *DB) conversationExists(ctx context.Context, id string) error {
 	var one int
-	err := db.stmts.convExists.QueryRowContext(ctx, id).Scan(&one)
+	err := db.stmts.convExists.QueryRowContext(pointRead(ctx), id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -380,7 +380,7 @@ func (db *DB) conversationExists(ctx context.Context, id string) error {
 
 // View returns the in-context messages in view order.
 func (db *DB) View(ctx context.Context, conversationID string) ([]agentcore.Message, error) {
-	ms, err := db.queryMessages(ctx, conversationID, db.stmts.view, conversationID)
+	ms, err := db.queryMessages(pointRead(ctx), conversationID, db.stmts.view, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("view of conversation %s: %w", conversationID, err)
 	}
