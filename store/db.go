@@ -536,6 +536,13 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
+// inWriter is the context of a write function's statements: once the
+// writer started it, it runs to its end (submit waits for the commit
+// anyway), so its statements need not watch the caller's cancellation,
+// which cost each of them a goroutine and two calls into sqlite on the
+// writer's one connection. Used by the writes of every turn.
+func inWriter(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // pointRead is the context for a hot read bounded by index lookups (a
 // conversation's row, its queue head, view or settings, an outbox item):
 // ctx's values without its cancellation. Watching a cancellable context

@@ -145,6 +145,7 @@ func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, err
 // MessageID; an empty one keeps the stored MessageID (an edit's target).
 func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 	err := db.write(ctx, "MarkSent", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		res, err := tx.StmtContext(ctx, db.stmts.markSent).ExecContext(ctx, messageID, id)
 		if err != nil {
 			return err

@@ -115,6 +115,7 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 	var id int64
 	var enqueued bool
 	err := db.write(ctx, "Enqueue", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		var err error
 		id, enqueued, err = db.enqueueTx(ctx, tx, it, dedupeKey, dedupeTTL)
 		return err
