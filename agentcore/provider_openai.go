@@ -3,7 +3,6 @@ package agentcore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
 )
 
 // Defaults of OpenAIOptions.
@@ -77,8 +75,9 @@ type OpenAI struct {
 	client  openai.Client // Options only: nothing read from the environment
 	// tools caches each tool spec as the JSON it is sent as: the specs are
 	// the same on every step, and decoding them was a tenth of a turn's
-	// CPU (encoding them again, a twentieth).
-	tools sync.Map // string(name + "\x00" + parameters) → openai.ChatCompletionToolUnionParam
+	// CPU (encoding them again, a twentieth). At most maxToolSpecs.
+	toolsMu sync.RWMutex
+	tools   map[string]toolSpecJSON // by tool name
 }
 
 // NewOpenAI returns a provider for opts. It reads nothing from the
@@ -141,7 +140,7 @@ func (p *OpenAI) Step(ctx context.Context, req Request, onDelta func(Delta)) (Re
 	if onDelta == nil {
 		onDelta = func(Delta) {}
 	}
-	params, err := p.params(req)
+	body, model, err := p.requestBody(req)
 	if err != nil {
 		return Response{}, err
 	}
@@ -155,8 +154,7 @@ func (p *OpenAI) Step(ctx context.Context, req Request, onDelta func(Delta)) (Re
 	// A raw POST, not NewStreaming: the body is read by sseReader, which
 	// bounds every event, and each chunk is decoded once (sse.go).
 	var httpRes *http.Response
-	err = p.client.Post(ctx, "chat/completions", params, &httpRes,
-		option.WithJSONSet("stream", true), option.WithMiddleware(guard.middleware))
+	err = p.client.Post(ctx, "chat/completions", body, &httpRes, option.WithMiddleware(guard.middleware))
 	if httpRes != nil && httpRes.Body != nil {
 		defer httpRes.Body.Close()
 	}
@@ -198,149 +196,16 @@ func (p *OpenAI) Step(ctx context.Context, req Request, onDelta func(Delta)) (Re
 		case errors.Is(err, errEventTooLarge):
 			return Response{}, outputLimitError(limit, err)
 		}
-		return Response{}, p.classify(err, httpRes, params.Model, acc.started)
+		return Response{}, p.classify(err, httpRes, model, acc.started)
 	}
 	resp, err := acc.response()
 	if err != nil {
 		return Response{}, p.badResponse(err.Error(), err)
 	}
 	if resp.Model == "" {
-		resp.Model = params.Model
+		resp.Model = model
 	}
 	return resp, nil
-}
-
-func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
-	model := req.Model
-	if model == "" {
-		model = p.opts.Model
-	}
-	if model == "" {
-		return openai.ChatCompletionNewParams{}, &ProviderError{
-			Kind:    ProviderModelNotFound,
-			Message: "no model configured",
-			Hint:    "set SWITCHBOARD_MODEL or model in [providers]",
-		}
-	}
-	params := openai.ChatCompletionNewParams{
-		Model:         model,
-		Messages:      p.messages(req),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
-	maxTokens := req.MaxOutputTokens
-	if maxTokens <= 0 {
-		maxTokens = p.opts.MaxOutputTokens
-	}
-	if maxTokens > 0 {
-		// max_tokens, not max_completion_tokens: Ollama, vLLM and llama.cpp
-		// read this one.
-		params.MaxTokens = openai.Int(int64(maxTokens))
-	}
-	for _, t := range req.Tools {
-		key := t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters)
-		tool, ok := p.tools.Load(key)
-		if !ok {
-			tool, _ = p.tools.LoadOrStore(key, encodedTool(t))
-		}
-		params.Tools = append(params.Tools, tool.(openai.ChatCompletionToolUnionParam))
-	}
-	return params, nil
-}
-
-// encodedTool is the tool's parameter with its JSON encoded once: openai-go
-// sends an overridden param as its raw JSON.
-func encodedTool(t ToolSpec) openai.ChatCompletionToolUnionParam {
-	tool := openai.ChatCompletionFunctionTool(functionDefinition(t))
-	raw, err := json.Marshal(tool.OfFunction)
-	if err != nil {
-		return tool
-	}
-	fn := param.Override[openai.ChatCompletionFunctionToolParam](json.RawMessage(raw))
-	return openai.ChatCompletionToolUnionParam{OfFunction: &fn}
-}
-
-func functionDefinition(t ToolSpec) openai.FunctionDefinitionParam {
-	var schema map[string]any
-	if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
-		schema = map[string]any{"type": "object", "properties": map[string]any{}}
-	}
-	def := openai.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-	if t.Description != "" {
-		def.Description = openai.String(t.Description)
-	}
-	return def
-}
-
-func (p *OpenAI) messages(req Request) []openai.ChatCompletionMessageParamUnion {
-	var out []openai.ChatCompletionMessageParamUnion
-	if req.System != "" {
-		out = append(out, openai.SystemMessage(req.System))
-	}
-	for _, m := range req.Messages {
-		switch m.Role {
-		case RoleAssistant:
-			out = append(out, assistantMessage(m))
-		case RoleTool:
-			out = append(out, openai.ToolMessage(m.ModelText(), m.ToolCallID))
-		default:
-			out = append(out, p.userMessage(m))
-		}
-	}
-	return out
-}
-
-// userMessage sends a single text part as a plain string (what every
-// compatible server accepts) and anything else as content parts in order.
-func (p *OpenAI) userMessage(m Message) openai.ChatCompletionMessageParamUnion {
-	if len(m.Parts) == 0 {
-		return openai.UserMessage("")
-	}
-	if len(m.Parts) == 1 && m.Parts[0].Type != PartImage {
-		return openai.UserMessage(m.Parts[0].Text)
-	}
-	parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(m.Parts))
-	for _, part := range m.Parts {
-		switch {
-		case part.Type != PartImage:
-			parts = append(parts, openai.TextContentPart(part.Text))
-		case p.opts.Vision:
-			u := "data:" + part.MIME + ";base64," + base64.StdEncoding.EncodeToString(part.Data)
-			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: u}))
-		default:
-			parts = append(parts, openai.TextContentPart(imageOmitted))
-		}
-	}
-	return openai.UserMessage(parts)
-}
-
-func assistantMessage(m Message) openai.ChatCompletionMessageParamUnion {
-	var a openai.ChatCompletionAssistantMessageParam
-	if text := m.Text(); text != "" || len(m.ToolCalls) == 0 {
-		a.Content.OfString = openai.String(text)
-	}
-	for _, tc := range m.ToolCalls {
-		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-				ID: tc.ID,
-				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-					Name:      tc.Name,
-					Arguments: historyArguments(tc.Arguments),
-				},
-			},
-		})
-	}
-	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
-}
-
-// historyArguments returns stored tool-call arguments fit to send back:
-// providers reject histories whose arguments are not a JSON object, and
-// the call was already answered with an error result.
-func historyArguments(args string) string {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal([]byte(args), &obj) != nil || obj == nil {
-		return "{}"
-	}
-	return args
 }
 
 // streamChunk is the part of a chat.completion.chunk we read. Fields whose

@@ -19,7 +19,16 @@ const ToolAgent = "Agent"
 // the agent's, no memory), and gives turns whose host runs tasks the
 // Agent tool's starter.
 func (t *turn) configureTask(ctx context.Context) error {
-	task, err := t.a.deps.Store.TaskOfConversation(ctx, t.conv.ID)
+	var task Task
+	var err error
+	switch {
+	case !t.in.TaskLookedUp:
+		task, err = t.a.deps.Store.TaskOfConversation(ctx, t.conv.ID)
+	case t.in.Task != nil:
+		task = *t.in.Task
+	default:
+		err = ErrNotFound
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:

@@ -69,6 +69,11 @@ type Input struct {
 	// Host, when set, takes the lease and stores the turn's last records
 	// together with its own (see TurnHost); nil: the store directly.
 	Host TurnHost
+	// TaskLookedUp says the host already read whether the conversation is
+	// a task's child (a read every turn would repeat): Task is that task,
+	// or nil when it is no task's. Without it the turn reads it.
+	TaskLookedUp bool
+	Task         *Task
 }
 
 // TurnResult is how a turn ended.

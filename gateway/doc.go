@@ -31,7 +31,9 @@
 // state in memory, and its bounds:
 //   - workers: one entry per conversation with a worker running (at most
 //     the busy ones; removed when its queue is empty); Options.Workers
-//     turns at once.
+//     turns at once, on at most Options.Workers goroutines (plus those
+//     waiting out a backoff); the busy conversations beyond them wait in
+//     a queue, an entry each, not on goroutines.
 //   - a running turn's stream (turn view, live-event queue, page refs) and
 //     typing loop: freed when the turn ends. A parked turn's message lives
 //     in the store (settings), not here.

@@ -75,6 +75,8 @@ type harnessOpts struct {
 	// store, when set, is what the first gateway uses instead of the
 	// database (a test's hooks around it); restart uses the database.
 	store func(*store.DB) gateway.Store
+	// workers is Options.Workers (0: the default).
+	workers int
 }
 
 func newHarness(t testing.TB, o harnessOpts, steps ...fakemodel.Step) *harness {
@@ -145,6 +147,7 @@ func (h *harness) newGateway(st gateway.Store, chat channels.Adapter) *gateway.G
 		ApprovalTimeout: o.timeout,
 		Now:             h.clock.Now,
 		ModelProblem:    o.modelProblem,
+		Workers:         o.workers,
 	}, chat, h.phone)
 	if err != nil {
 		h.t.Fatal(err)

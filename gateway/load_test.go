@@ -3,8 +3,10 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,5 +119,73 @@ func TestManyConversationsInOrder(t *testing.T) {
 				t.Fatalf("conversation %d answer %d = %q, want %q (all: %q)", c, m, a, want, answers)
 			}
 		}
+	}
+}
+
+// TestBacklogBeyondWorkers: more busy conversations than Options.Workers
+// are all worked, each in order, and the ones waiting for a turn wait in
+// the queue, not on goroutines of their own.
+func TestBacklogBeyondWorkers(t *testing.T) {
+	const convs, perConv, workers = 200, 2, 3
+	want := convs * perConv
+	cnt := newCounter(want)
+	h := newHarnessWith(t, harnessOpts{allowAll: true, workers: workers}, cnt)
+	h.model.SetResponder(echo)
+	<-cnt.started
+	ctx := h.longCtx()
+	// The goroutines running workers, sampled: other goroutines come and
+	// go by the hundred (per query, per connection).
+	var peak atomic.Int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		buf := make([]byte, 8<<20)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			n := int64(strings.Count(string(buf[:runtime.Stack(buf, true)]), "gateway.(*workers).work("))
+			if n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-cnt.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	for c := range convs {
+		loc := channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("user-%d", c)}
+		for m := range perConv {
+			in := inbound(fmt.Sprintf("ev-%d-%d", c, m), fmt.Sprintf("u%d", c), fmt.Sprintf("c%d m%d", c, m), loc)
+			if err := cnt.handler.OnInbound(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case <-cnt.done:
+	case <-ctx.Done():
+		cnt.mu.Lock()
+		t.Fatalf("only %d of %d answers arrived", cnt.total, want)
+	}
+	<-sampled
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	for c := range convs {
+		answers := cnt.replies[fmt.Sprintf("user-%d", c)]
+		if len(answers) != perConv {
+			t.Fatalf("conversation %d got %d answers, want %d: %q", c, len(answers), perConv, answers)
+		}
+		for m, a := range answers {
+			if want := fmt.Sprintf("echo: c%d m%d", c, m); a != want {
+				t.Fatalf("conversation %d answer %d = %q, want %q (all: %q)", c, m, a, want, answers)
+			}
+		}
+	}
+	if n := peak.Load(); n > workers {
+		t.Errorf("%d goroutines ran workers at once, for %d conversations and %d workers", n, convs, workers)
 	}
 }

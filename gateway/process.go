@@ -130,6 +130,8 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	h := &turnHost{p: p, items: items, loc: loc, stream: s, cause: turnCtx, stopTyping: keepTyping(turnCtx, s.ad, loc),
 		wasParked: parked != nil, dropped: dropped}
 	in.Host = h
+	// process read that the conversation is no task's child.
+	in.TaskLookedUp = true
 	_, err := ag.Turn(turnCtx, it.ConversationID, in, s)
 	h.stop()
 	switch {

@@ -17,12 +17,24 @@ import (
 // items of this process's channels; when the oldest item of a conversation
 // belongs to another channel it stops and leaves the conversation to the
 // process that runs that channel.
+//
+// Workers run on at most Options.Workers goroutines that are not waiting
+// out a backoff; the busy conversations beyond them wait in a queue, not
+// on goroutines of their own, and a goroutine that finished an item while
+// others wait takes the next conversation and queues its own at the back
+// (one item per turn in the queue, as the slots were before). A goroutine
+// whose queue is empty ends. So a backlog of thousands of conversations
+// costs queue entries, not thousands of goroutines (whose descriptors the
+// runtime keeps for good), and a goroutine's grown stack serves many
+// turns.
 type workers struct {
 	env     *env
 	process func(ctx context.Context, w *worker, it Item) (busy bool, err error)
 
 	mu       sync.Mutex
 	running  map[string]*worker // by conversation id
+	waiting  []*worker          // kicked, waiting for a goroutine, in order
+	active   int                // goroutines working (not waiting out a backoff)
 	slots    chan struct{}
 	wg       sync.WaitGroup
 	ctx      context.Context // set by start
@@ -80,13 +92,87 @@ func (ws *workers) kick(conv string) {
 	w := &worker{conv: conv, cancel: func(error) {}, wake: make(chan struct{}, 1)}
 	ws.running[conv] = w
 	ws.env.metrics.Busy.Inc()
+	if ws.active >= cap(ws.slots) {
+		ws.waiting = append(ws.waiting, w)
+		return
+	}
+	ws.active++
 	ws.wg.Add(1)
 	ctx := ws.ctx
-	go func() {
-		defer ws.wg.Done()
-		defer ws.env.metrics.Busy.Dec()
-		ws.work(ctx, w)
-	}()
+	go ws.run(ctx, w)
+}
+
+// run works w, then the waiting workers, until none waits; ws.active
+// counts it (kick).
+func (ws *workers) run(ctx context.Context, w *worker) {
+	defer ws.wg.Done()
+	for w != nil {
+		if ws.work(ctx, w) {
+			ws.env.metrics.Busy.Dec()
+		}
+		w = ws.next()
+	}
+}
+
+// next hands the calling goroutine the oldest waiting worker, or ends its
+// count in ws.active when none waits.
+func (ws *workers) next() *worker {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(ws.waiting) == 0 {
+		ws.active--
+		return nil
+	}
+	w := ws.waiting[0]
+	ws.waiting[0] = nil
+	ws.waiting = ws.waiting[1:]
+	if len(ws.waiting) == 0 {
+		ws.waiting = nil // drop the backing array a backlog grew
+	}
+	return w
+}
+
+// yield queues w behind the waiting workers when there are any: its
+// goroutine then takes the oldest (run). It reports whether it did.
+func (ws *workers) yield(w *worker) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(ws.waiting) == 0 {
+		return false
+	}
+	ws.waiting = append(ws.waiting, w)
+	return true
+}
+
+// pause and resume take a worker's goroutine out of ws.active while it
+// waits out a backoff, so that workers blocked by another process's lease
+// hold up no one: a waiting worker gets a goroutine meanwhile.
+func (ws *workers) pause() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(ws.waiting) == 0 || ws.draining || ws.ctx == nil || ws.ctx.Err() != nil {
+		ws.active--
+		return
+	}
+	w := ws.waiting[0]
+	ws.waiting[0] = nil
+	ws.waiting = ws.waiting[1:]
+	ws.wg.Add(1)
+	go ws.run(ws.ctx, w) // counted in ws.active in place of the paused one
+}
+
+func (ws *workers) resume() {
+	ws.mu.Lock()
+	ws.active++
+	ws.mu.Unlock()
+}
+
+// backoffWait is sleepOrWake (wake nil: sleepCtx) with the goroutine
+// paused meanwhile.
+func (ws *workers) backoffWait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	ws.pause()
+	defer ws.resume()
+	return sleepOrWake(ctx, d, wake)
 }
 
 // cancel cancels the conversation's running turn with cause, if any.
@@ -116,14 +202,20 @@ func (ws *workers) setCancel(w *worker, cancel context.CancelCauseFunc) {
 }
 
 // work processes queue items until the queue is empty (or its oldest item
-// belongs to another process's channel).
-func (ws *workers) work(ctx context.Context, w *worker) {
+// belongs to another process's channel), and reports true then: the
+// worker is gone. It reports false when it queued the worker behind
+// others after an item (yield): it is still running, its next item later.
+func (ws *workers) work(ctx context.Context, w *worker) (done bool) {
 	e := ws.env
 	retry := time.Duration(0)
 	defer func() {
-		ws.mu.Lock()
-		delete(ws.running, w.conv)
-		ws.mu.Unlock()
+		if done {
+			ws.mu.Lock()
+			if ws.running[w.conv] == w { // not a worker kicked since
+				delete(ws.running, w.conv)
+			}
+			ws.mu.Unlock()
+		}
 	}()
 	for {
 		ws.mu.Lock()
@@ -131,7 +223,7 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 		stopping := w.stopping
 		ws.mu.Unlock()
 		if stopping || ctx.Err() != nil {
-			return
+			return true
 		}
 		it, err := e.opts.Store.Peek(ctx, w.conv, peekOnly)
 		foreign := err == nil && !slices.Contains(e.channels, it.Channel)
@@ -145,13 +237,13 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 			if again && !foreign {
 				continue
 			}
-			return
+			return true
 		}
 		if err != nil {
 			e.log.Error("read queue", "conversation", w.conv, "err", err)
 			retry = backoff(retry)
-			if !sleepCtx(ctx, retry) {
-				return
+			if !ws.backoffWait(ctx, retry, nil) {
+				return true
 			}
 			continue
 		}
@@ -166,19 +258,22 @@ func (ws *workers) work(ctx context.Context, w *worker) {
 			// Another process holds the lease (or the agent's task slots
 			// are taken); look again later, or when kicked.
 			retry = backoff(retry)
-			if !sleepOrWake(ctx, retry, w.wake) {
-				return
+			if !ws.backoffWait(ctx, retry, w.wake) {
+				return true
 			}
 			continue
 		case err != nil:
 			e.log.Error("work queue item", "conversation", w.conv, "item", it.ID, "kind", it.Kind, "err", err)
 			retry = backoff(retry)
-			if !sleepCtx(ctx, retry) {
-				return
+			if !ws.backoffWait(ctx, retry, nil) {
+				return true
 			}
 			continue
 		}
 		retry = 0
+		if ws.yield(w) {
+			return false
+		}
 	}
 }
 

@@ -146,7 +146,7 @@ func (db *DB) ConversationApprovals(ctx context.Context, conversationID string, 
 	// Point lookups by a prepared statement (a step asks about its own few
 	// calls, twice): in created order per call, so the latest wins below.
 	for _, id := range callIDs {
-		rows, err := db.stmts.callApprovals.QueryContext(ctx, conversationID, id)
+		rows, err := db.stmts.callApprovals.QueryContext(pointRead(ctx), conversationID, id)
 		if err != nil {
 			return nil, fmt.Errorf("approvals of conversation %s: %w", conversationID, err)
 		}

@@ -37,6 +37,21 @@ const (
 	// keeps; the file's pages stay in the OS's cache anyway, and a quarter
 	// of it measured no slower (bench/gatewayload).
 	cacheKiB = 512
+	// readCacheKiB is the page cache of each read connection. sqlite
+	// empties a connection's cache whenever another connection wrote
+	// since its last read (WAL), so under any write load a reader's cache
+	// holds only what its current query reads; a larger one only raised
+	// the high-water mark of sqlite's heap, which modernc's allocator
+	// keeps resident (see doc.go).
+	readCacheKiB = 128
+	// checkpointEvery is how long after a commit the checkpointer copies
+	// the WAL into the database (a passive checkpoint on a read
+	// connection). sqlite's own automatic checkpoint ran inside the
+	// committing write every 1,000 pages and held every write queued
+	// behind it for its milliseconds: most of the p99 of a turn's writes
+	// (bench/gatewayload phase b). At 200 turns/s a quarter of a second is
+	// about those 1,000 pages.
+	checkpointEvery = 250 * time.Millisecond
 	// writeAttempts bounds the retries of a write transaction that still
 	// got SQLITE_BUSY after busy_timeout (possible across processes, e.g.
 	// while another process checkpoints or recovers the WAL).
@@ -56,6 +71,9 @@ type DB struct {
 	writes     chan *writeReq
 	closing    chan struct{}
 	writerDone chan struct{}
+	// wrote wakes the checkpointer after a commit (see checkpointer).
+	wrote          chan struct{}
+	checkpointDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -65,6 +83,10 @@ type DB struct {
 	decisionEdit  atomic.Pointer[func(agentcore.Approval) []byte]
 	count         counters // see Stats
 	settingsCache settingsCache
+
+	// index holds the full-text rows of the writer's current transaction
+	// (indexLater); only the writer goroutine touches it.
+	index []indexRow
 
 	// failAt, set only by this package's tests, makes a multi-step write
 	// fail at the named step (to prove it is one transaction).
@@ -120,8 +142,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
 
-	db := &DB{path: abs, w: w, r: r, writes: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{})}
+	db := &DB{path: abs, w: w, r: r, writes: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
+		wrote: make(chan struct{}, 1), checkpointDone: make(chan struct{})}
 	go db.writer()
+	go db.checkpointer()
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
@@ -140,11 +164,19 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))
 	if readOnly {
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", readCacheKiB))
 		q.Add("_pragma", "query_only(1)")
 	} else {
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))
 		q.Add("_pragma", "journal_mode(WAL)")
+		// Checkpoints are the checkpointer's, off the writer's path.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+		// The statement journal of the writer's savepoints (one per grouped
+		// request, see runOnce) in memory: past 64 KiB sqlite spilled it to
+		// a temporary file and wrote each page there (an eighth of the
+		// writer's time). It holds the pages one request changed.
+		q.Add("_pragma", "temp_store(MEMORY)")
 		q.Set("_txlock", "immediate")
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
@@ -159,6 +191,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.closing)
 		<-db.writerDone
+		<-db.checkpointDone
 		db.closeErr = errors.Join(db.stmts.close(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
@@ -258,6 +291,44 @@ func (db *DB) writer() {
 	}
 }
 
+// checkpointer copies the WAL into the database file checkpointEvery
+// after writes, until Close: a passive checkpoint, on a read connection,
+// so that no write waits for it (WAL lets the writer append meanwhile).
+// It waits on a channel, with no timer, while nothing is written. The
+// last connection to close checkpoints what is left (sqlite).
+func (db *DB) checkpointer() {
+	defer close(db.checkpointDone)
+	for {
+		select {
+		case <-db.wrote:
+		case <-db.closing:
+			return
+		}
+		t := time.NewTimer(checkpointEvery)
+		select {
+		case <-t.C:
+		case <-db.closing:
+			t.Stop()
+			return
+		}
+		// A busy checkpoint (a reader on an old snapshot, another
+		// process's checkpoint) copies what it can; the rest waits for the
+		// next one.
+		db.count.checkpoints.Add(1)
+		if _, err := db.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			db.count.checkpointErrs.Add(1)
+		}
+	}
+}
+
+// committed tells the checkpointer that the WAL grew.
+func (db *DB) committed() {
+	select {
+	case db.wrote <- struct{}{}:
+	default:
+	}
+}
+
 // runBatch commits batch in one transaction. A request whose fn failed
 // gets its error and leaves no changes; the others share the commit's
 // outcome. When a failure undid the whole transaction (sqlite rolls back
@@ -290,29 +361,32 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 		}
 		return nil
 	}
+	defer db.resetIndex() // whatever the transaction's fate, its rows are done
 	ok := make([]*writeReq, 0, len(batch))
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.done <- err
 			continue
 		}
-		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+		if err := db.savepointOp(tx, db.stmts.savepoint, `SAVEPOINT w`); err != nil {
 			// The transaction is gone: run this and the rest again.
 			_ = tx.Rollback()
 			return append(ok, batch[i:]...)
 		}
+		queued := len(db.index)
 		fnErr := r.fn(tx)
 		if fnErr == nil {
-			if _, err := tx.Exec(`RELEASE w`); err != nil {
+			if err := db.savepointOp(tx, db.stmts.releaseSavepoint, `RELEASE w`); err != nil {
 				_ = tx.Rollback()
 				return append(ok, batch[i:]...)
 			}
 			ok = append(ok, r)
 			continue
 		}
-		_, rbErr := tx.Exec(`ROLLBACK TO w`)
+		db.index = db.index[:queued] // its rows go with its changes
+		rbErr := db.savepointOp(tx, db.stmts.rollbackSavepoint, `ROLLBACK TO w`)
 		if rbErr == nil {
-			_, rbErr = tx.Exec(`RELEASE w`)
+			rbErr = db.savepointOp(tx, db.stmts.releaseSavepoint, `RELEASE w`)
 		}
 		if rbErr != nil {
 			// fn's failure took the transaction with it: fn has its
@@ -325,8 +399,9 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 		db.count.failed.Add(1)
 		r.done <- fnErr
 	}
-	err = tx.Commit()
-	if err != nil {
+	if err = db.flushIndex(tx); err != nil {
+		_ = tx.Rollback()
+	} else if err = tx.Commit(); err != nil {
 		err = fmt.Errorf("commit: %w", err)
 	}
 	db.counted(int64(len(ok)), err)
@@ -336,12 +411,30 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 	return nil
 }
 
+// savepointOp runs one of the batch's savepoint statements: prepared
+// (parsing them for every grouped request was measurable), or as text
+// while Open has not prepared the statements yet (migrations).
+func (db *DB) savepointOp(tx *sql.Tx, st *sql.Stmt, query string) error {
+	var err error
+	if st != nil {
+		_, err = tx.Stmt(st).Exec()
+	} else {
+		_, err = tx.Exec(query)
+	}
+	return err
+}
+
 func (db *DB) writeOnce(fn func(tx *sql.Tx) error) error {
 	tx, err := db.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	defer db.resetIndex()
+	err = fn(tx)
+	if err == nil {
+		err = db.flushIndex(tx)
+	}
+	if err != nil {
 		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 		}
@@ -351,6 +444,51 @@ func (db *DB) writeOnce(fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// indexRow is one message's searchable text, under its pk.
+type indexRow struct {
+	pk   int64
+	body string
+}
+
+// indexLater queues a message's full-text row for the end of the writer's
+// transaction (flushIndex). Indexed right away, each grouped request's
+// rows made FTS5 write its pending index to disk at the request's next
+// statement that opened a statement journal (FTS5 flushes at every
+// savepoint), so a batch of N turns wrote N small segments and merged
+// them; at the end of the transaction, after the last savepoint, it
+// writes one. The rows commit with the transaction or not at all, like
+// the messages they index. Called only from write functions (the writer
+// goroutine).
+func (db *DB) indexLater(pk int64, body string) {
+	db.index = append(db.index, indexRow{pk, body})
+}
+
+// flushIndex inserts the transaction's queued full-text rows.
+func (db *DB) flushIndex(tx *sql.Tx) error {
+	if len(db.index) == 0 {
+		return nil
+	}
+	st := tx.Stmt(db.stmts.indexMessage)
+	for _, r := range db.index {
+		if _, err := st.Exec(r.pk, r.body); err != nil {
+			return fmt.Errorf("index message %d: %w", r.pk, err)
+		}
+	}
+	db.resetIndex()
+	return nil
+}
+
+// resetIndex forgets the queued rows (their transaction is gone, or they
+// are stored), keeping a small buffer.
+func (db *DB) resetIndex() {
+	if cap(db.index) > 1024 {
+		db.index = nil
+		return
+	}
+	clear(db.index)
+	db.index = db.index[:0]
 }
 
 // sqliteCode returns the primary sqlite result code of err, or 0.
@@ -396,6 +534,27 @@ func fromNanos(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// inWriter is the context of a write function's statements: once the
+// writer started it, it runs to its end (submit waits for the commit
+// anyway), so its statements need not watch the caller's cancellation,
+// which cost each of them a goroutine and two calls into sqlite on the
+// writer's one connection. Used by the writes of every turn.
+func inWriter(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// pointRead is the context for a hot read bounded by index lookups (a
+// conversation's row, its queue head, view or settings, an outbox item):
+// ctx's values without its cancellation. Watching a cancellable context
+// cost every such query two goroutines (database/sql's and the driver's)
+// and two calls into sqlite, a twentieth of a plain turn's CPU; a caller
+// cancelled meanwhile gets its answer microseconds later instead. A
+// context that already ended is kept, so that the read fails at once.
+func pointRead(ctx context.Context) context.Context {
+	if ctx.Err() != nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // now is the store's clock: UTC wall time.

@@ -16,8 +16,12 @@
 // for instance, assigns sequence numbers, extends the in-context view, indexes
 // the text for search and bumps the conversation's update time atomically,
 // so concurrent appends to one conversation get unique, contiguous Seq
-// values. No method starts a goroutine that outlives it. Close waits for
-// nothing but the pools and may be called more than once.
+// values. No method starts a goroutine that outlives it; a DB runs two of
+// its own until Close: the writer and the checkpointer, which copies the
+// WAL into the database a quarter of a second after writes (a passive
+// checkpoint on a read connection, so that no write waits for it; sqlite's
+// automatic one ran inside a commit). Close waits for both and the pools,
+// and may be called more than once.
 //
 // Invariants enforced here: messages are append-only (triggers in
 // migrations/0001_init.sql refuse UPDATE and DELETE), a view only references
@@ -31,8 +35,14 @@
 // transactions end to end; Stats counts them by method. System prompts are
 // stored once per distinct text (prompts.go).
 //
-// Memory: besides sqlite's page cache per connection (512 KiB on one
-// writer and at most two readers), a DB keeps the prepared hot
-// statements and a cache of settings reads (at most 1,024 scopes, each
-// reused for a second). Nothing grows with the data.
+// Memory: besides sqlite's page cache per connection (512 KiB on the one
+// writer, 128 KiB on each of at most two readers, whose caches sqlite
+// empties after every write anyway) and the writer's statement journal
+// (in memory: the pages one grouped request changed), a DB keeps the
+// prepared hot statements and a cache of settings reads (at most 1,024
+// scopes, each reused for a second). Nothing grows with the data.
+// sqlite's heap is modernc.org/libc's allocator, which keeps freed regions
+// for reuse (up to 4 MiB plus its high-water mark): what sqlite needs at
+// its peak stays resident, so its caches are kept small rather than
+// trimmed when idle.
 package store

@@ -131,7 +131,7 @@ func (db *DB) DueOutbound(ctx context.Context, channels []string, t time.Time, l
 
 // OutboundItem returns one item, or an error wrapping gateway.ErrNotFound.
 func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, error) {
-	o, err := scanOutbound(db.stmts.outboundItem.QueryRowContext(ctx, id))
+	o, err := scanOutbound(db.stmts.outboundItem.QueryRowContext(pointRead(ctx), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return gateway.Outbound{}, fmt.Errorf("outbound item %d: %w", id, gateway.ErrNotFound)
 	}
@@ -145,6 +145,7 @@ func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, err
 // MessageID; an empty one keeps the stored MessageID (an edit's target).
 func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 	err := db.write(ctx, "MarkSent", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		res, err := tx.StmtContext(ctx, db.stmts.markSent).ExecContext(ctx, messageID, id)
 		if err != nil {
 			return err

@@ -24,7 +24,7 @@ var _ gateway.Store = (*DB)(nil)
 func (db *DB) Binding(ctx context.Context, location string) (gateway.Binding, error) {
 	var b gateway.Binding
 	var created int64
-	err := db.stmts.binding.QueryRowContext(ctx, location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
+	err := db.stmts.binding.QueryRowContext(pointRead(ctx), location).Scan(&b.Location, &b.AgentID, &b.ConversationID, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gateway.Binding{}, fmt.Errorf("binding of %s: %w", location, gateway.ErrNotFound)
 	}
@@ -115,6 +115,7 @@ func (db *DB) Enqueue(ctx context.Context, it gateway.Item, dedupeKey string, de
 	var id int64
 	var enqueued bool
 	err := db.write(ctx, "Enqueue", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		var err error
 		id, enqueued, err = db.enqueueTx(ctx, tx, it, dedupeKey, dedupeTTL)
 		return err
@@ -146,7 +147,7 @@ func (db *DB) claimItemKey(ctx context.Context, tx *sql.Tx, key string, t time.T
 	if fresh, err = db.claimDedupe(ctx, tx, key, t, ttl); err != nil || fresh {
 		return 0, fresh, err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT item_id FROM dedupe WHERE key = ?`, key).Scan(&seen); err != nil {
+	if err := tx.StmtContext(ctx, db.stmts.seenKeyItem).QueryRowContext(ctx, key).Scan(&seen); err != nil {
 		return 0, false, fmt.Errorf("read dedupe key %q: %w", key, err)
 	}
 	return seen, false, nil
@@ -159,7 +160,7 @@ func (db *DB) insertKeyedItem(ctx context.Context, tx *sql.Tx, it gateway.Item, 
 		return 0, err
 	}
 	if key != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE dedupe SET item_id = ? WHERE key = ?`, id, key); err != nil {
+		if _, err := tx.StmtContext(ctx, db.stmts.keyItem).ExecContext(ctx, id, key); err != nil {
 			return 0, fmt.Errorf("record dedupe key %q: %w", key, err)
 		}
 	}
@@ -246,7 +247,7 @@ func scanItem(s scanner) (gateway.Item, error) {
 // returned untouched (another process works it), without a write.
 func (db *DB) Peek(ctx context.Context, conversationID string, channels []string) (gateway.Item, error) {
 	for {
-		it, err := scanItem(db.stmts.peekItem.QueryRowContext(ctx, conversationID))
+		it, err := scanItem(db.stmts.peekItem.QueryRowContext(pointRead(ctx), conversationID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return gateway.Item{}, fmt.Errorf("peek conversation %s: no unfinished item: %w", conversationID, gateway.ErrNotFound)
 		}

@@ -20,6 +20,7 @@ func (db *DB) TakeItem(ctx context.Context, id int64, conversationID, owner stri
 	var attempts int
 	var leased bool
 	err := db.write(ctx, "TakeItem", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		t := now()
 		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
 			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
@@ -76,6 +77,7 @@ func (db *DB) FinishTurn(ctx context.Context, e gateway.TurnEnd) (gateway.Finish
 	}
 	var ids []int64
 	err = db.write(ctx, "FinishTurn", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		t := now()
 		for i, id := range e.Complete {
 			err := db.completeItem(ctx, tx, id, t)
@@ -146,9 +148,10 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 		enqueued bool
 	)
 	err := db.write(ctx, "EnqueueNew", func(tx *sql.Tx) error {
+		ctx := inWriter(ctx)
 		used, id, enqueued = b, 0, false
 		var created int64
-		err := tx.QueryRowContext(ctx, qBinding, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
+		err := tx.StmtContext(ctx, db.stmts.bindingForUpdate).QueryRowContext(ctx, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
 		bound := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -166,11 +169,10 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 		if !bound {
 			used = b
 			used.ConversationID, used.AgentID = conv.ID, conv.AgentID
-			if err := ensureAgent(ctx, tx, conv.AgentID); err != nil {
+			if err := db.ensureAgent(ctx, tx, conv.AgentID); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations
-				(id, agent_id, created, updated, system_prompt, prompt_revision) VALUES (?, ?, ?, ?, '', '')`,
+			if _, err := tx.StmtContext(ctx, db.stmts.insertConversation).ExecContext(ctx,
 				conv.ID, conv.AgentID, nanos(conv.Created), nanos(conv.Updated)); err != nil {
 				return fmt.Errorf("create conversation %s: %w", conv.ID, err)
 			}

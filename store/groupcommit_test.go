@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/switchboard-gw/switchboard/agentcore"
 )
 
 // TestGroupCommitIsolatesFailures queues many writes behind a held one,
@@ -22,7 +24,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
 			close(held)
 			<-hold
-			return ensureAgent(ctx, tx, "holder")
+			return db.ensureAgent(ctx, tx, "holder")
 		})
 	}()
 	<-held
@@ -33,7 +35,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
-				if err := ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)); err != nil {
+				if err := db.ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)); err != nil {
 					return err
 				}
 				if i%2 == 1 {
@@ -90,5 +92,79 @@ func TestWriteAfterClose(t *testing.T) {
 	}
 	if err := db.EnsureAgent(context.Background(), "x"); err == nil {
 		t.Fatal("write after Close succeeded")
+	}
+}
+
+// TestGroupCommitIndexesWhatCommits: the full-text rows of grouped writes
+// are written when the transaction ends; a failed write's rows go with
+// its messages, the others' are all searchable.
+func TestGroupCommitIndexesWhatCommits(t *testing.T) {
+	db := openTemp(t, filepath.Join(t.TempDir(), "g.db"))
+	ctx := context.Background()
+	c := newConv(t, db)
+	hold, held := make(chan struct{}), make(chan struct{})
+	holdErr := make(chan error, 1)
+	go func() {
+		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
+			close(held)
+			<-hold
+			return nil
+		})
+	}()
+	<-held
+	const n = 60
+	errBoom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			b, err := encodeMessages(c.ID, []agentcore.Message{text(agentcore.RoleUser, fmt.Sprintf("needle w%03d", i))}, now())
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
+				if err := db.appendTx(ctx, tx, c.ID, b); err != nil {
+					return err
+				}
+				if i%2 == 1 {
+					return errBoom
+				}
+				return nil
+			})
+		})
+	}
+	close(hold)
+	wg.Wait()
+	if err := <-holdErr; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if want := i%2 == 1; errors.Is(err, errBoom) != want || (!want && err != nil) {
+			t.Fatalf("write %d: err = %v", i, err)
+		}
+	}
+	hits, err := db.Search(ctx, c.ID, "needle", 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != n/2 {
+		t.Fatalf("%d hits, want %d", len(hits), n/2)
+	}
+	view, err := db.View(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, h := range hits {
+		found[h.MessageID] = true
+	}
+	for _, m := range view {
+		if !found[m.ID] {
+			t.Errorf("message %q is stored but not found", m.Text())
+		}
+	}
+	if len(view) != n/2 {
+		t.Fatalf("%d messages stored, want %d", len(view), n/2)
 	}
 }

@@ -154,7 +154,7 @@ func (db *DB) StartedToolCalls(ctx context.Context, conversationID string, callI
 	started := map[string]bool{}
 	for _, id := range callIDs {
 		var one int
-		err := db.stmts.startedToolCall.QueryRowContext(ctx, conversationID, id).Scan(&one)
+		err := db.stmts.startedToolCall.QueryRowContext(pointRead(ctx), conversationID, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}

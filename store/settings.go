@@ -95,7 +95,7 @@ func (db *DB) Settings(ctx context.Context, scope string) (map[string]string, er
 }
 
 func (db *DB) readSettings(ctx context.Context, scope string) (map[string]string, error) {
-	rows, err := db.stmts.settings.QueryContext(ctx, scope)
+	rows, err := db.stmts.settings.QueryContext(pointRead(ctx), scope)
 	if err != nil {
 		return nil, fmt.Errorf("settings of %s: %w", scope, err)
 	}

@@ -22,12 +22,16 @@ type Stats struct {
 	// ByMethod counts the write transactions each method of DB started
 	// ("Append", "Enqueue", …), retries not counted again.
 	ByMethod map[string]int64
+	// Checkpoints counts the WAL checkpoints the DB ran (see
+	// checkpointer), CheckpointErrors those that failed.
+	Checkpoints, CheckpointErrors int64
 }
 
 // counters are the atomics behind Stats.
 type counters struct {
-	writes, failed, commits atomic.Int64
-	by                      methodCounts
+	writes, failed, commits     atomic.Int64
+	checkpoints, checkpointErrs atomic.Int64
+	by                          methodCounts
 }
 
 // methodCounts counts write transactions by the method that started them
@@ -54,7 +58,8 @@ func (c *methodCounts) snapshot() map[string]int64 {
 // Stats returns the DB's counters.
 func (db *DB) Stats() Stats {
 	return Stats{Writes: db.count.writes.Load(), FailedWrites: db.count.failed.Load(),
-		Commits: db.count.commits.Load(), ByMethod: db.count.by.snapshot()}
+		Commits: db.count.commits.Load(), ByMethod: db.count.by.snapshot(),
+		Checkpoints: db.count.checkpoints.Load(), CheckpointErrors: db.count.checkpointErrs.Load()}
 }
 
 // counted records the outcome of a commit that held n writes.
@@ -65,6 +70,7 @@ func (db *DB) counted(n int64, err error) {
 	}
 	db.count.writes.Add(n)
 	db.count.commits.Add(1)
+	db.committed()
 }
 
 // Size is the database's size in bytes: the pages in use, without the free

@@ -46,6 +46,16 @@ type stmts struct {
 	startRun     *sql.Stmt
 	finishRun    *sql.Stmt
 	markTool     *sql.Stmt
+	// writer: a chat's first message (EnqueueNew) and the dedupe key's item
+	ensureAgent        *sql.Stmt
+	insertConversation *sql.Stmt
+	bindingForUpdate   *sql.Stmt
+	keyItem            *sql.Stmt
+	seenKeyItem        *sql.Stmt
+	// writer: a grouped request's savepoint (see runOnce)
+	savepoint         *sql.Stmt
+	releaseSavepoint  *sql.Stmt
+	rollbackSavepoint *sql.Stmt
 
 	// read pool
 	binding         *sql.Stmt
@@ -65,6 +75,9 @@ type stmts struct {
 	approvalButtons *sql.Stmt
 	agentRules      *sql.Stmt
 	callApprovals   *sql.Stmt
+	taskByID        *sql.Stmt
+	taskOfConv      *sql.Stmt
+	isTaskConv      *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -105,6 +118,14 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.startRun, qStartRun},
 		{w, &s.finishRun, qFinishRun},
 		{w, &s.markTool, qMarkToolStarted},
+		{w, &s.ensureAgent, `INSERT INTO agents (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.insertConversation, qInsertConversation},
+		{w, &s.bindingForUpdate, qBinding},
+		{w, &s.keyItem, `UPDATE dedupe SET item_id = ? WHERE key = ?`},
+		{w, &s.seenKeyItem, `SELECT item_id FROM dedupe WHERE key = ?`},
+		{w, &s.savepoint, `SAVEPOINT w`},
+		{w, &s.releaseSavepoint, `RELEASE w`},
+		{w, &s.rollbackSavepoint, `ROLLBACK TO w`},
 
 		{r, &s.binding, qBinding},
 		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations c WHERE c.id = ?`},
@@ -122,6 +143,9 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.approvalButtons, qApprovalButtons},
 		{r, &s.agentRules, `SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`},
 		{r, &s.callApprovals, `SELECT ` + approvalColumns + ` FROM approvals WHERE conversation_id = ? AND tool_call_id = ? ORDER BY created, rowid`},
+		{r, &s.taskByID, `SELECT ` + taskColumns + ` FROM tasks WHERE id = ?`},
+		{r, &s.taskOfConv, `SELECT ` + taskColumns + ` FROM tasks WHERE conversation_id = ?`},
+		{r, &s.isTaskConv, `SELECT 1 FROM tasks WHERE conversation_id = ?`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {

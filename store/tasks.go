@@ -77,8 +77,8 @@ func taskBy(ctx context.Context, q queryer, where string, arg any) (agentcore.Ta
 
 // Task returns the task with the given id, or ErrNotFound.
 func (db *DB) Task(ctx context.Context, id string) (agentcore.Task, error) {
-	t, err := taskBy(ctx, db.r, `id = ?`, id)
-	if err != nil {
+	t, err := scanTask(db.stmts.taskByID.QueryRowContext(ctx, id))
+	if err = errNoRows(err); err != nil {
 		return agentcore.Task{}, fmt.Errorf("task %s: %w", id, err)
 	}
 	return t, nil
@@ -87,8 +87,18 @@ func (db *DB) Task(ctx context.Context, id string) (agentcore.Task, error) {
 // TaskOfConversation returns the task whose child conversation this is,
 // or ErrNotFound.
 func (db *DB) TaskOfConversation(ctx context.Context, conversationID string) (agentcore.Task, error) {
-	t, err := taskBy(ctx, db.r, `conversation_id = ?`, conversationID)
-	if err != nil {
+	// Asked twice on every turn (is this conversation a task's child?),
+	// and the answer is almost always no: a one-column probe first (the
+	// driver reads every column's name and type for each query), and
+	// prepared statements, so that no turn parses them. Task rows are
+	// never deleted, so a row the probe found is there for the second.
+	var one int
+	err := db.stmts.isTaskConv.QueryRowContext(pointRead(ctx), conversationID).Scan(&one)
+	var t agentcore.Task
+	if err == nil {
+		t, err = scanTask(db.stmts.taskOfConv.QueryRowContext(pointRead(ctx), conversationID))
+	}
+	if err = errNoRows(err); err != nil {
 		return agentcore.Task{}, fmt.Errorf("task of conversation %s: %w", conversationID, err)
 	}
 	return t, nil

@@ -20,7 +20,7 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 		return errors.New("ensure agent: empty agent id")
 	}
 	err := db.write(ctx, "EnsureAgent", func(tx *sql.Tx) error {
-		return ensureAgent(ctx, tx, agentID)
+		return db.ensureAgent(ctx, tx, agentID)
 	})
 	if err != nil {
 		return fmt.Errorf("ensure agent %s: %w", agentID, err)
@@ -28,12 +28,14 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 	return nil
 }
 
-func ensureAgent(ctx context.Context, tx *sql.Tx, agentID string) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO agents (id, created) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
-		agentID, nanos(now()))
+func (db *DB) ensureAgent(ctx context.Context, tx *sql.Tx, agentID string) error {
+	_, err := tx.StmtContext(ctx, db.stmts.ensureAgent).ExecContext(ctx, agentID, nanos(now()))
 	return err
 }
+
+// qInsertConversation stores a new conversation without its prompt.
+const qInsertConversation = `INSERT INTO conversations
+	(id, agent_id, created, updated, system_prompt, prompt_revision) VALUES (?, ?, ?, ?, '', '')`
 
 // CreateConversation stores a new conversation (recording its agent if
 // needed). c.ID and c.AgentID are required; Created and Updated default to
@@ -50,12 +52,10 @@ func (db *DB) CreateConversation(ctx context.Context, c agentcore.Conversation) 
 		c.Updated = c.Created
 	}
 	err := db.write(ctx, "CreateConversation", func(tx *sql.Tx) error {
-		if err := ensureAgent(ctx, tx, c.AgentID); err != nil {
+		if err := db.ensureAgent(ctx, tx, c.AgentID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO conversations
-			(id, agent_id, created, updated, system_prompt, prompt_revision)
-			VALUES (?, ?, ?, ?, '', '')`,
+		_, err := tx.StmtContext(ctx, db.stmts.insertConversation).ExecContext(ctx,
 			c.ID, c.AgentID, nanos(c.Created), nanos(c.Updated))
 		if isUnique(err) {
 			return fmt.Errorf("conversation already exists: %w", err)
@@ -92,7 +92,7 @@ func scanConversation(s scanner) (agentcore.Conversation, error) {
 
 // Conversation returns the conversation with the given id, or ErrNotFound.
 func (db *DB) Conversation(ctx context.Context, id string) (agentcore.Conversation, error) {
-	c, err := scanConversation(db.stmts.conversation.QueryRowContext(ctx, id))
+	c, err := scanConversation(db.stmts.conversation.QueryRowContext(pointRead(ctx), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentcore.Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 	}
@@ -247,7 +247,6 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b
 		return nil
 	}
 	insMsg := tx.StmtContext(ctx, db.stmts.insertMessage)
-	insFTS := tx.StmtContext(ctx, db.stmts.indexMessage)
 	insView := tx.StmtContext(ctx, db.stmts.appendView)
 	for i := range b.out {
 		m := &b.out[i]
@@ -266,9 +265,8 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b
 			return err
 		}
 		if b.enc[i].body != "" {
-			if _, err := insFTS.ExecContext(ctx, pk, b.enc[i].body); err != nil {
-				return fmt.Errorf("index message %s: %w", m.ID, err)
-			}
+			// Indexed when the writer's transaction ends (indexLater).
+			db.indexLater(pk, b.enc[i].body)
 		}
 		if _, err := insView.ExecContext(ctx, conversationID, lastPos+int64(i)+1, m.ID); err != nil {
 			return fmt.Errorf("add message %s to view: %w", m.ID, err)
@@ -373,7 +371,7 @@ func (db *DB) queryMessages(ctx context.Context, conversationID string, st *sql.
 
 func (db *DB) conversationExists(ctx context.Context, id string) error {
 	var one int
-	err := db.stmts.convExists.QueryRowContext(ctx, id).Scan(&one)
+	err := db.stmts.convExists.QueryRowContext(pointRead(ctx), id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -382,7 +380,7 @@ func (db *DB) conversationExists(ctx context.Context, id string) error {
 
 // View returns the in-context messages in view order.
 func (db *DB) View(ctx context.Context, conversationID string) ([]agentcore.Message, error) {
-	ms, err := db.queryMessages(ctx, conversationID, db.stmts.view, conversationID)
+	ms, err := db.queryMessages(pointRead(ctx), conversationID, db.stmts.view, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("view of conversation %s: %w", conversationID, err)
 	}

@@ -55,7 +55,7 @@ func (db *DB) CommitTurn(ctx context.Context, w agentcore.TurnWrite) ([]agentcor
 		return nil, fmt.Errorf("commit turn of %s: %w", w.ConversationID, err)
 	}
 	err = db.write(ctx, "CommitTurn", func(tx *sql.Tx) error {
-		return db.commitTurnTx(ctx, tx, b)
+		return db.commitTurnTx(inWriter(ctx), tx, b)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit turn of %s: %w", w.ConversationID, err)

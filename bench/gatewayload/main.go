@@ -74,13 +74,17 @@ func main() {
 	flag.DurationVar(&c.idleWait, "idle-for", 30*time.Second, "how long the conversations stay idle before phase idle samples memory")
 	flag.StringVar(&c.data, "data", "", "data directory to keep (default: a temporary one, removed)")
 	flag.StringVar(&c.csv, "csv", "", "write the soak's samples to this CSV file")
-	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of phase a (or park) to this file")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of phase a (or park) to this file, and phase b's to it with -b before the extension")
 	flag.StringVar(&c.memprofile, "memprofile", "", "write a heap profile at the end of each phase to this file")
+	memRate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (0: the default, one sample per 512 KiB)")
 	phases := flag.String("phases", "ab", "phases to run: a, b, idle, park, decide, soak (comma-separated)")
 	serve := flag.Bool("serve", false, "also build and measure `switchboard serve` (start to ready, idle RSS)")
 	serveRuns := flag.Int("serve-runs", 5, "serve starts to take the median of")
 	idleWait := flag.Duration("idle-wait", 3*time.Second, "idle time before reading serve's RSS")
 	flag.Parse()
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 
 	tmp := c.data
 	if tmp == "" {
@@ -166,7 +170,7 @@ func writeHeapProfile(path, phase string) {
 	if path == "" {
 		return
 	}
-	f, err := os.Create(strings.TrimSuffix(path, filepath.Ext(path)) + "-" + phase + filepath.Ext(path))
+	f, err := os.Create(suffixed(path, phase))
 	if err != nil {
 		log.Printf("heap profile: %v", err)
 		return
@@ -174,6 +178,14 @@ func writeHeapProfile(path, phase string) {
 	defer f.Close()
 	runtime.GC()
 	_ = pprof.WriteHeapProfile(f)
+}
+
+// suffixed is path with "-"+s before its extension ("" stays "").
+func suffixed(path, s string) string {
+	if path == "" {
+		return ""
+	}
+	return strings.TrimSuffix(path, filepath.Ext(path)) + "-" + s + filepath.Ext(path)
 }
 
 // cpuProfile starts a CPU profile when path is set; stop ends it.

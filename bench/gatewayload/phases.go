@@ -101,6 +101,7 @@ func phaseB(dir, modelURL string, c config) error {
 	tr.arm(n)
 	before := sampleDB(st.db)
 	sent0, _ := ad.counts()
+	stop := cpuProfile(suffixed(c.cpuprofile, "b"))
 	cpu := startCPU(c.modelPID)
 	interval := time.Duration(float64(time.Second) / c.rate)
 	start := time.Now()
@@ -125,6 +126,7 @@ func phaseB(dir, modelURL string, c config) error {
 		return err
 	}
 	wall := time.Since(start)
+	stop()
 	// MarkSent follows the send: let the last ones land before counting.
 	time.Sleep(200 * time.Millisecond)
 	after := sampleDB(st.db)

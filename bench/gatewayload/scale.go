@@ -83,6 +83,7 @@ func phaseIdle(dir, modelURL string, c config) error {
 	fresh := settle(0)
 	fmt.Printf("\nphase idle: conversations that get one message each and go idle (%d in flight)\n", c.parallel)
 	fmt.Printf("  fresh start:        %s\n", fresh)
+	fmt.Printf("      %s\n", memDetail())
 	// Warm: a few hundred turns grow the pools that stay (sqlite's page
 	// caches and statements per connection, the runtime's stacks and GC
 	// metadata) to their working size.
@@ -99,6 +100,7 @@ func phaseIdle(dir, modelURL string, c config) error {
 	debug.FreeOSMemory()
 	warmed := sampleMem()
 	fmt.Printf("  after %d turns:     %s   (idle %v, after debug.FreeOSMemory)\n", warm, warmed, c.idleWait)
+	fmt.Printf("      %s\n", memDetail())
 	var idle [2]memSample
 	for round := range 2 {
 		db0 := sampleDB(st.db)
@@ -124,6 +126,7 @@ func phaseIdle(dir, modelURL string, c config) error {
 		n := (round + 1) * c.idle
 		fmt.Printf("  %6d idle, %v later: %s\n", n, c.idleWait, idle[round])
 		fmt.Printf("                  freed: %s   (after debug.FreeOSMemory: what the runtime returns in time)\n", freed)
+		fmt.Printf("      %s\n", memDetail())
 		fmt.Printf("    %d turns in %v (%.0f turns/s); %s\n", c.idle, wall.Round(time.Millisecond), float64(c.idle)/wall.Seconds(), cpu.per(c.idle))
 		fmt.Printf("    %s\n", perTurn(db0, db1, c.idle))
 		fmt.Printf("      (first turns: each creates and binds its conversation)\n")
