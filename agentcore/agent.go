@@ -133,7 +133,7 @@ func (a *Agent) NewConversation(ctx context.Context) (Conversation, error) {
 // records (the gateway's first message of a chat).
 func (a *Agent) ConversationRecord() Conversation {
 	now := a.deps.Now().UTC()
-	return Conversation{ID: "conv-" + randomID(8), AgentID: a.cfg.ID, Created: now, Updated: now}
+	return Conversation{ID: conversationID(now), AgentID: a.cfg.ID, Created: now, Updated: now}
 }
 
 // Decide records a person's decision on an approval of this agent. It
@@ -144,6 +144,17 @@ func (a *Agent) Decide(ctx context.Context, approvalID string, d Decision) (Appr
 		d.At = a.deps.Now().UTC()
 	}
 	return a.deps.Store.Decide(ctx, approvalID, d)
+}
+
+// conversationID is "conv-", the creation time in milliseconds (12 hex
+// digits, so ids sort by age) and 8 random bytes. Every table keyed by
+// conversation (messages, view, runs, the queue, bindings, approvals'
+// index) then grows at its end instead of at a random leaf: with purely
+// random ids, each commit wrote pages spread over the whole B-tree, and
+// parking 40,000 asks ran at 686/s instead of 898/s (bench/gatewayload
+// -phases park). The random part keeps the ids as hard to guess as before.
+func conversationID(now time.Time) string {
+	return fmt.Sprintf("conv-%012x%s", max(now.UnixMilli(), 0), randomID(8))
 }
 
 func randomID(n int) string {

@@ -176,7 +176,7 @@ func (s taskStarter) StartTask(ctx context.Context, req TaskRequest) (Task, erro
 	st := t.a.deps.Store
 	red := t.a.deps.Env.Redactor
 	now := t.a.deps.Now().UTC()
-	child := Conversation{ID: "conv-" + randomID(8), AgentID: t.a.cfg.ID, Created: now, Updated: now}
+	child := Conversation{ID: conversationID(now), AgentID: t.a.cfg.ID, Created: now, Updated: now}
 	var copied []Message
 	if fork {
 		child.SystemPrompt, child.PromptRevision = t.conv.SystemPrompt, t.conv.PromptRevision
