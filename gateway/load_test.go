@@ -82,44 +82,18 @@ func TestManyConversationsInOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, convs)
 	for c := range convs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			loc := channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("user-%d", c)}
-			for m := range perConv {
-				in := inbound(fmt.Sprintf("ev-%d-%d", c, m), fmt.Sprintf("u%d", c), fmt.Sprintf("c%d m%d", c, m), loc)
-				if err := cnt.handler.OnInbound(ctx, in); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+		wg.Go(func() { errs <- sendConversation(ctx, cnt, c, perConv) })
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	select {
-	case <-cnt.done:
-	case <-ctx.Done():
-		cnt.mu.Lock()
-		t.Fatalf("only %d of %d answers arrived", cnt.total, want)
-	}
+	cnt.wait(t, ctx)
 	t.Logf("%d turns in %v (%.0f turns/s, intake and work overlapping)", want, time.Since(start), float64(want)/time.Since(start).Seconds())
-	cnt.mu.Lock()
-	defer cnt.mu.Unlock()
-	for c := range convs {
-		answers := cnt.replies[fmt.Sprintf("user-%d", c)]
-		if len(answers) != perConv {
-			t.Fatalf("conversation %d got %d answers, want %d: %q", c, len(answers), perConv, answers)
-		}
-		for m, a := range answers {
-			if want := fmt.Sprintf("echo: c%d m%d", c, m); a != want {
-				t.Fatalf("conversation %d answer %d = %q, want %q (all: %q)", c, m, a, want, answers)
-			}
-		}
-	}
+	cnt.checkInOrder(t, convs, perConv)
 }
 
 // TestBacklogBeyondWorkers: more busy conversations than Options.Workers
@@ -157,35 +131,57 @@ func TestBacklogBeyondWorkers(t *testing.T) {
 		}
 	}()
 	for c := range convs {
-		loc := channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("user-%d", c)}
-		for m := range perConv {
-			in := inbound(fmt.Sprintf("ev-%d-%d", c, m), fmt.Sprintf("u%d", c), fmt.Sprintf("c%d m%d", c, m), loc)
-			if err := cnt.handler.OnInbound(ctx, in); err != nil {
-				t.Fatal(err)
-			}
+		if err := sendConversation(ctx, cnt, c, perConv); err != nil {
+			t.Fatal(err)
 		}
 	}
-	select {
-	case <-cnt.done:
-	case <-ctx.Done():
-		cnt.mu.Lock()
-		t.Fatalf("only %d of %d answers arrived", cnt.total, want)
-	}
+	cnt.wait(t, ctx)
 	<-sampled
-	cnt.mu.Lock()
-	defer cnt.mu.Unlock()
-	for c := range convs {
-		answers := cnt.replies[fmt.Sprintf("user-%d", c)]
-		if len(answers) != perConv {
-			t.Fatalf("conversation %d got %d answers, want %d: %q", c, len(answers), perConv, answers)
-		}
-		for m, a := range answers {
-			if want := fmt.Sprintf("echo: c%d m%d", c, m); a != want {
-				t.Fatalf("conversation %d answer %d = %q, want %q (all: %q)", c, m, a, want, answers)
-			}
-		}
-	}
+	cnt.checkInOrder(t, convs, perConv)
 	if n := peak.Load(); n > workers {
 		t.Errorf("%d goroutines ran workers at once, for %d conversations and %d workers", n, convs, workers)
+	}
+}
+
+// sendConversation sends conversation c's perConv messages in order.
+func sendConversation(ctx context.Context, cnt *counter, c, perConv int) error {
+	loc := channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("user-%d", c)}
+	for m := range perConv {
+		in := inbound(fmt.Sprintf("ev-%d-%d", c, m), fmt.Sprintf("u%d", c), fmt.Sprintf("c%d m%d", c, m), loc)
+		if err := cnt.handler.OnInbound(ctx, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait waits until every answer arrived.
+func (c *counter) wait(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		t.Fatalf("only %d of %d answers arrived", c.total, c.want)
+	}
+}
+
+// checkInOrder checks that each of convs conversations got its perConv
+// echoed answers, in the order they were sent.
+func (c *counter) checkInOrder(t *testing.T, convs, perConv int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for conv := range convs {
+		answers := c.replies[fmt.Sprintf("user-%d", conv)]
+		if len(answers) != perConv {
+			t.Fatalf("conversation %d got %d answers, want %d: %q", conv, len(answers), perConv, answers)
+		}
+		for m, a := range answers {
+			if want := fmt.Sprintf("echo: c%d m%d", conv, m); a != want {
+				t.Fatalf("conversation %d answer %d = %q, want %q (all: %q)", conv, m, a, want, answers)
+			}
+		}
 	}
 }

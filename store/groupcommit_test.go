@@ -18,43 +18,9 @@ import (
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	db := openTemp(t, filepath.Join(t.TempDir(), "g.db"))
 	ctx := context.Background()
-	hold, held := make(chan struct{}), make(chan struct{})
-	holdErr := make(chan error, 1)
-	go func() {
-		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
-			close(held)
-			<-hold
-			return db.ensureAgent(ctx, tx, "holder")
-		})
-	}()
-	<-held
 	const n = 200
-	errBoom := errors.New("boom")
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
-				if err := db.ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)); err != nil {
-					return err
-				}
-				if i%2 == 1 {
-					return errBoom
-				}
-				return nil
-			})
-		})
-	}
-	close(hold)
-	wg.Wait()
-	if err := <-holdErr; err != nil {
-		t.Fatal(err)
-	}
-	for i, err := range errs {
-		if want := i%2 == 1; errors.Is(err, errBoom) != want || (!want && err != nil) {
-			t.Fatalf("write %d: err = %v", i, err)
-		}
-	}
+	groupedWrites(t, db, n, func(tx *sql.Tx) error { return db.ensureAgent(ctx, tx, "holder") },
+		func(i int, tx *sql.Tx) error { return db.ensureAgent(ctx, tx, fmt.Sprintf("a%03d", i)) })
 	rows, err := db.r.Query(`SELECT id FROM agents ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
@@ -102,48 +68,14 @@ func TestGroupCommitIndexesWhatCommits(t *testing.T) {
 	db := openTemp(t, filepath.Join(t.TempDir(), "g.db"))
 	ctx := context.Background()
 	c := newConv(t, db)
-	hold, held := make(chan struct{}), make(chan struct{})
-	holdErr := make(chan error, 1)
-	go func() {
-		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
-			close(held)
-			<-hold
-			return nil
-		})
-	}()
-	<-held
 	const n = 60
-	errBoom := errors.New("boom")
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			b, err := encodeMessages(c.ID, []agentcore.Message{text(agentcore.RoleUser, fmt.Sprintf("needle w%03d", i))}, now())
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
-				if err := db.appendTx(ctx, tx, c.ID, b); err != nil {
-					return err
-				}
-				if i%2 == 1 {
-					return errBoom
-				}
-				return nil
-			})
-		})
-	}
-	close(hold)
-	wg.Wait()
-	if err := <-holdErr; err != nil {
-		t.Fatal(err)
-	}
-	for i, err := range errs {
-		if want := i%2 == 1; errors.Is(err, errBoom) != want || (!want && err != nil) {
-			t.Fatalf("write %d: err = %v", i, err)
+	groupedWrites(t, db, n, func(*sql.Tx) error { return nil }, func(i int, tx *sql.Tx) error {
+		b, err := encodeMessages(c.ID, []agentcore.Message{text(agentcore.RoleUser, fmt.Sprintf("needle w%03d", i))}, now())
+		if err != nil {
+			return err
 		}
-	}
+		return db.appendTx(ctx, tx, c.ID, b)
+	})
 	hits, err := db.Search(ctx, c.ID, "needle", 2*n)
 	if err != nil {
 		t.Fatal(err)
@@ -166,5 +98,49 @@ func TestGroupCommitIndexesWhatCommits(t *testing.T) {
 	}
 	if len(view) != n/2 {
 		t.Fatalf("%d messages stored, want %d", len(view), n/2)
+	}
+}
+
+// groupedWrites queues n writes behind a held one (holder), so that they
+// share commits: write i runs do and then, when i is odd, fails with an
+// error of its own. It checks that exactly the odd ones failed.
+func groupedWrites(t *testing.T, db *DB, n int, holder func(*sql.Tx) error, do func(i int, tx *sql.Tx) error) {
+	t.Helper()
+	ctx := context.Background()
+	hold, held := make(chan struct{}), make(chan struct{})
+	holdErr := make(chan error, 1)
+	go func() {
+		holdErr <- db.write(ctx, "test", func(tx *sql.Tx) error {
+			close(held)
+			<-hold
+			return holder(tx)
+		})
+	}()
+	<-held
+	errBoom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = db.write(ctx, "test", func(tx *sql.Tx) error {
+				if err := do(i, tx); err != nil {
+					return err
+				}
+				if i%2 == 1 {
+					return errBoom
+				}
+				return nil
+			})
+		})
+	}
+	close(hold)
+	wg.Wait()
+	if err := <-holdErr; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if want := i%2 == 1; errors.Is(err, errBoom) != want || (!want && err != nil) {
+			t.Fatalf("write %d: err = %v", i, err)
+		}
 	}
 }
