@@ -148,22 +148,36 @@ func (a *Adapter) catchUpOne(ctx context.Context, h channels.Handler, loc channe
 // fetch reads the messages of a bound conversation after since: the
 // thread's replies, or a DM's top-level messages.
 func (a *Adapter) fetch(ctx context.Context, loc channels.Location, since string) ([]message, error) {
-	var out []message
+	msgs, err := a.read(ctx, loc.ChatID, loc.ThreadID, since, catchUpPage, catchUpPages, false)
+	out := make([]message, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, fromAPI(m))
+	}
+	return out, err
+}
+
+// read reads a thread's replies (conversations.replies), or a channel's
+// top-level messages (conversations.history), after oldest, at most pages
+// pages of page messages, with their metadata when asked. A rate limit
+// before anything was read is waited out once (up to a minute); on an
+// error it returns what it read with the error.
+func (a *Adapter) read(ctx context.Context, chat, thread, oldest string, page, pages int, metadata bool) ([]slack.Message, error) {
+	var out []slack.Message
 	cursor := ""
-	for range catchUpPages {
+	for range pages {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		var msgs []slack.Message
 		var more bool
 		var err error
-		if loc.ThreadID != "" {
+		if thread != "" {
 			msgs, more, cursor, err = a.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
-				ChannelID: loc.ChatID, Timestamp: loc.ThreadID, Oldest: since, Limit: catchUpPage, Cursor: cursor,
+				ChannelID: chat, Timestamp: thread, Oldest: oldest, Limit: page, Cursor: cursor, IncludeAllMetadata: metadata,
 			})
 			err = a.red.classify("conversations.replies", err)
 		} else {
 			var r *slack.GetConversationHistoryResponse
 			r, err = a.api.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
-				ChannelID: loc.ChatID, Oldest: since, Limit: catchUpPage, Cursor: cursor,
+				ChannelID: chat, Oldest: oldest, Limit: page, Cursor: cursor, IncludeAllMetadata: metadata,
 			})
 			err = a.red.classify("conversations.history", err)
 			if r != nil {
@@ -179,9 +193,7 @@ func (a *Adapter) fetch(ctx context.Context, loc channels.Location, since string
 			}
 			return out, err
 		}
-		for _, m := range msgs {
-			out = append(out, fromAPI(m))
-		}
+		out = append(out, msgs...)
 		if !more || cursor == "" {
 			break
 		}

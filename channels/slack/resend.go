@@ -4,8 +4,6 @@ import (
 	"context"
 	"strconv"
 	"time"
-
-	"github.com/slack-go/slack"
 )
 
 // Slack has no idempotency key for chat.postMessage, so a send retried
@@ -43,46 +41,20 @@ func partKey(key string, i int) string {
 // what was found: the send then posts, as it would have without the check.
 func (a *Adapter) findPosted(ctx context.Context, chat, thread string, since time.Time) map[string]string {
 	me := a.identity()
-	oldest := tsOf(since.Add(-findPostedSlack))
 	found := map[string]string{}
-	cursor := ""
-	for range findPostedPages {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		var msgs []slack.Message
-		var more bool
-		var err error
-		if thread != "" {
-			msgs, more, cursor, err = a.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
-				ChannelID: chat, Timestamp: thread, Oldest: oldest, Limit: findPostedPage, Cursor: cursor, IncludeAllMetadata: true,
-			})
-		} else {
-			var r *slack.GetConversationHistoryResponse
-			r, err = a.api.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
-				ChannelID: chat, Oldest: oldest, Limit: findPostedPage, Cursor: cursor, IncludeAllMetadata: true,
-			})
-			if r != nil {
-				msgs, more, cursor = r.Messages, r.HasMore, r.ResponseMetaData.NextCursor
-			}
+	msgs, err := a.read(ctx, chat, thread, tsOf(since.Add(-findPostedSlack)), findPostedPage, findPostedPages, true)
+	if err != nil {
+		a.log.Warn("slack: cannot check whether a retried message was posted already; posting what was not found", "chat", chat, "err", err)
+	}
+	for _, m := range msgs {
+		mine := (me.BotID != "" && m.BotID == me.BotID) || (me.UserID != "" && m.User == me.UserID)
+		if !mine || m.Metadata.EventType != sentEventType {
+			continue
 		}
-		cancel()
-		if err != nil {
-			a.log.Warn("slack: cannot check whether a retried message was posted already; posting it", "chat", chat,
-				"err", a.red.classify("conversations.replies", err))
-			return found
-		}
-		for _, m := range msgs {
-			mine := (me.BotID != "" && m.BotID == me.BotID) || (me.UserID != "" && m.User == me.UserID)
-			if !mine || m.Metadata.EventType != sentEventType {
-				continue
+		if k, ok := m.Metadata.EventPayload["key"].(string); ok && k != "" {
+			if _, dup := found[k]; !dup {
+				found[k] = m.Timestamp
 			}
-			if k, ok := m.Metadata.EventPayload["key"].(string); ok && k != "" {
-				if _, dup := found[k]; !dup {
-					found[k] = m.Timestamp
-				}
-			}
-		}
-		if !more || cursor == "" {
-			break
 		}
 	}
 	return found
