@@ -420,3 +420,13 @@ func (a *Adapter) postResponseURL(ctx context.Context, responseURL, text string)
 	}
 	return nil
 }
+
+// handOver gives in to h and reports whether the gateway ignored it (only a
+// handler that is a channels.Queuer can say so).
+func handOver(ctx context.Context, h channels.Handler, in channels.Inbound) (ignored bool, err error) {
+	if q, ok := h.(channels.Queuer); ok {
+		res, err := q.Queue(ctx, in)
+		return res.Ignored, err
+	}
+	return false, h.OnInbound(ctx, in)
+}

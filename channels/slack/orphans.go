@@ -1,12 +1,9 @@
 package slack
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/switchboard-gw/switchboard/channels"
 )
 
 // Slack does not promise to deliver events in the order they happened: an
@@ -43,26 +40,40 @@ func newOrphans(now func() time.Time) *orphans {
 	return &orphans{threads: map[string][]orphan{}, now: now}
 }
 
-// hold keeps d, a thread reply the gateway ignored.
+// hold keeps d, a thread reply the gateway ignored. It looks only at d's
+// thread, unless the bound on threads is reached (then it drops what
+// expired everywhere before refusing).
 func (o *orphans) hold(d draft) {
 	k := threadKey(d.in.Location.ChatID, d.in.Location.ThreadID)
 	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.expire(now)
-	list := o.threads[k]
+	list := live(o.threads[k], now)
 	for _, x := range list {
 		if x.d.in.MessageID == d.in.MessageID {
 			return // a redelivery of one held already
 		}
 	}
-	if list == nil && len(o.threads) >= maxOrphanThreads {
-		return
+	if len(list) == 0 && len(o.threads) >= maxOrphanThreads {
+		o.expire(now)
+		if len(o.threads) >= maxOrphanThreads {
+			return
+		}
 	}
 	if len(list) >= maxOrphansPer {
 		list = list[1:]
 	}
 	o.threads[k] = append(list, orphan{d: d, seen: now})
+}
+
+// live is list without what was held longer than orphanTTL (held in
+// order, so a prefix).
+func live(list []orphan, now time.Time) []orphan {
+	i := 0
+	for i < len(list) && now.Sub(list[i].seen) >= orphanTTL {
+		i++
+	}
+	return list[i:]
 }
 
 // take removes the replies held for a thread and returns the ones posted
@@ -74,6 +85,7 @@ func (o *orphans) take(chat, thread, ts string) []draft {
 	if ok {
 		delete(o.threads, k)
 	}
+	list = live(list, o.now())
 	o.mu.Unlock()
 	var out []draft
 	for _, x := range list {
@@ -96,32 +108,10 @@ func (o *orphans) take(chat, thread, ts string) []draft {
 // expire drops what was held longer than orphanTTL; call with o.mu held.
 func (o *orphans) expire(now time.Time) {
 	for k, list := range o.threads {
-		i := 0
-		for i < len(list) && now.Sub(list[i].seen) >= orphanTTL {
-			i++
-		}
-		switch {
-		case i == len(list):
+		if list = live(list, now); len(list) == 0 {
 			delete(o.threads, k)
-		case i > 0:
-			o.threads[k] = list[i:]
+		} else {
+			o.threads[k] = list
 		}
 	}
-}
-
-// len is the number of threads with held replies.
-func (o *orphans) len() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.threads)
-}
-
-// handOver gives in to h and reports whether the gateway ignored it (only a
-// handler that is a channels.Queuer can say so).
-func handOver(ctx context.Context, h channels.Handler, in channels.Inbound) (ignored bool, err error) {
-	if q, ok := h.(channels.Queuer); ok {
-		res, err := q.Queue(ctx, in)
-		return res.Ignored, err
-	}
-	return false, h.OnInbound(ctx, in)
 }

@@ -31,8 +31,8 @@ func TestOrphansTakeRepliesAfterTheMessageThatTookTheThread(t *testing.T) {
 	if again := o.take("C1", "100.000001", "100.000100"); len(again) != 0 {
 		t.Errorf("a second take returned %d replies", len(again))
 	}
-	if o.len() != 1 {
-		t.Errorf("%d threads held, want the other one", o.len())
+	if heldThreads(o) != 1 {
+		t.Errorf("%d threads held, want the other one", heldThreads(o))
 	}
 }
 
@@ -42,8 +42,8 @@ func TestOrphansBounded(t *testing.T) {
 	for i := range maxOrphanThreads + 50 {
 		o.hold(orphanDraft("C1", fmt.Sprintf("%d.000001", 100+i), fmt.Sprintf("%d.000002", 100+i)))
 	}
-	if o.len() != maxOrphanThreads {
-		t.Errorf("%d threads held, want the bound %d", o.len(), maxOrphanThreads)
+	if heldThreads(o) != maxOrphanThreads {
+		t.Errorf("%d threads held, want the bound %d", heldThreads(o), maxOrphanThreads)
 	}
 	for i := range maxOrphansPer + 5 { // after the one held above: 100.000002
 		o.hold(orphanDraft("C1", "100.000001", fmt.Sprintf("100.%06d", 10+i)))
@@ -53,8 +53,21 @@ func TestOrphansBounded(t *testing.T) {
 		t.Errorf("held %d replies starting at %s; want the newest %d", len(got), got[0].in.MessageID, maxOrphansPer)
 	}
 	now = now.Add(orphanTTL)
-	o.hold(orphanDraft("C2", "1.000001", "1.000002"))
-	if o.len() != 1 {
-		t.Errorf("%d threads held after the TTL, want only the new one", o.len())
+	if old := o.take("C1", "101.000001", "0.000000"); len(old) != 0 {
+		t.Errorf("a reply held longer than the TTL was handed over: %+v", old)
 	}
+	// 498 threads are left, all expired; at the bound, a new thread makes
+	// room by dropping what expired.
+	for _, c := range []string{"C2", "C3", "C4"} {
+		o.hold(orphanDraft(c, "1.000001", "1.000002"))
+	}
+	if heldThreads(o) != 3 {
+		t.Errorf("%d threads held after the TTL, want only the three new ones", heldThreads(o))
+	}
+}
+
+func heldThreads(o *orphans) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.threads)
 }
