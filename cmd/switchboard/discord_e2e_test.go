@@ -161,8 +161,9 @@ func interactionCtx(t *testing.T) context.Context {
 // start no turn); the requester's press runs the tool, the ask is edited
 // and the answer arrives; /status is answered in the interaction.
 func TestDiscordEndToEnd(t *testing.T) {
+	hold := make(chan struct{})
 	e, dc := discordEnv(t, true,
-		fakemodel.Step{Text: "Hello from the agent."},
+		fakemodel.Step{Text: "Hello from the agent, streamed in several pieces.", BlockMidStream: hold},
 		bashStep("call_dc", "touch pressed-in-discord"),
 	)
 	p := e.startServe()
@@ -175,12 +176,19 @@ func TestDiscordEndToEnd(t *testing.T) {
 	// streamed into it (sent, then edited).
 	mention := dc.Post(dt.TextChannelID, dt.UserID, "hello", dt.Mention())
 	thread := mention
-	answer := waitBotMessage(t, dc, thread, "the answer in the thread", withText("Hello from the agent."))
+	// While the model holds the stream the thread shows the start of the
+	// answer; after it, the same message shows all of it.
+	live := waitBotMessage(t, dc, thread, "the live answer in the thread", withText("Hello"))
+	if strings.Contains(live.Content, "several pieces.") {
+		t.Fatalf("the live message showed the whole answer while the model still streamed it: %q", live.Content)
+	}
+	close(hold)
+	answer := waitBotMessage(t, dc, thread, "the answer in the thread", withText("several pieces."))
 	if ch, ok := dc.Channel(thread); !ok || ch.Type != dt.TypePublicThread || ch.ParentID != dt.TextChannelID {
 		t.Fatalf("thread = %+v, %v; want a public thread of the channel", ch, ok)
 	}
-	if answer.Edits == 0 {
-		t.Errorf("the answer was posted whole, not streamed by edits")
+	if answer.ID != live.ID || answer.Edits == 0 {
+		t.Errorf("the answer is message %s with %d edits; want the live message %s edited", answer.ID, answer.Edits, live.ID)
 	}
 	if ms := botMessages(dc, dt.TextChannelID, nil); len(ms) != 0 {
 		t.Errorf("the bot posted in the channel itself: %+v", ms)
