@@ -74,6 +74,7 @@ type DB struct {
 	// wrote wakes the checkpointer after a commit (see checkpointer).
 	wrote          chan struct{}
 	checkpointDone chan struct{}
+	sweepDone      chan struct{} // the sweeper's (viewcache.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -83,6 +84,7 @@ type DB struct {
 	decisionEdit  atomic.Pointer[func(agentcore.Approval) []byte]
 	count         counters // see Stats
 	settingsCache settingsCache
+	views         viewCache
 
 	// index holds the full-text rows of the writer's current transaction
 	// (indexLater); only the writer goroutine touches it.
@@ -143,9 +145,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxIdleConns(readConns)
 
 	db := &DB{path: abs, w: w, r: r, writes: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
-		wrote: make(chan struct{}, 1), checkpointDone: make(chan struct{})}
+		wrote: make(chan struct{}, 1), checkpointDone: make(chan struct{}), sweepDone: make(chan struct{})}
 	go db.writer()
 	go db.checkpointer()
+	go db.sweeper()
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
@@ -172,6 +175,7 @@ func dsn(path string, readOnly bool) string {
 		q.Add("_pragma", "journal_mode(WAL)")
 		// Checkpoints are the checkpointer's, off the writer's path.
 		q.Add("_pragma", "wal_autocheckpoint(0)")
+		q.Add("_pragma", "cache_spill(0)")
 		// The statement journal of the writer's savepoints (one per grouped
 		// request, see runOnce) in memory: past 64 KiB sqlite spilled it to
 		// a temporary file and wrote each page there (an eighth of the
@@ -192,6 +196,7 @@ func (db *DB) Close() error {
 		close(db.closing)
 		<-db.writerDone
 		<-db.checkpointDone
+		<-db.sweepDone
 		db.closeErr = errors.Join(db.stmts.close(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr

@@ -37,7 +37,7 @@ func TestPromptStoredOnce(t *testing.T) {
 	}
 }
 
-// TestPromptMigrationMovesPrompts applies 0006 to a database whose
+// TestPromptMigrationMovesPrompts applies 0008 to a database whose
 // conversations hold their own prompts: each reads back the same text,
 // stored once.
 func TestPromptMigrationMovesPrompts(t *testing.T) {
@@ -49,8 +49,17 @@ func TestPromptMigrationMovesPrompts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Back to schema 5, with the prompts inline as 0005 stored them.
+	// Back to schema 7, with the prompts inline as 0007 stored them
+	// (0009 undone first).
 	for _, q := range []string{
+		`DELETE FROM schema_migrations WHERE name LIKE '%_read_caches.sql'`,
+		`DROP TRIGGER view_epoch_on_delete`,
+		`DROP TRIGGER view_epoch_on_update`,
+		`DROP TRIGGER settings_version_on_insert`,
+		`DROP TRIGGER settings_version_on_update`,
+		`DROP TRIGGER settings_version_on_delete`,
+		`DROP TABLE settings_version`,
+		`ALTER TABLE conversations DROP COLUMN view_epoch`,
 		`DELETE FROM schema_migrations WHERE name LIKE '%_prompts.sql'`,
 		`DROP TABLE prompts`,
 		`DROP INDEX buttons_by_approval`,

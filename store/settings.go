@@ -5,92 +5,158 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
 
-// settingsTTL is how long a read of a scope's settings is reused.
-const settingsTTL = time.Second
+// settingsCheckEvery is how often the settings cache asks whether any
+// setting changed (settings_version, kept by triggers): a write through
+// another handle or process is seen within it, one through this DB at
+// once.
+const settingsCheckEvery = time.Second
 
-// maxCachedScopes bounds the settings cache; when full, expired entries go,
-// and if that is not enough, all of them.
-const maxCachedScopes = 1024
+// maxCachedScopes bounds the settings cache; when it is full, the scopes
+// read longest ago go first.
+const maxCachedScopes = 2048
 
-// settingsCache holds recent reads of settings scopes. A write drops its
-// scope (after it committed) and bumps the generation, so a read that
-// raced with it does not store what it read.
+// settingsCache holds the scopes read since settings last changed. A
+// write through this DB drops its scope (after it committed); a change
+// seen in settings_version drops them all. Either bumps the epoch, so a
+// read that began before it does not fill the cache with what it read.
+// Scopes not read for cacheIdle are dropped (sweep).
 type settingsCache struct {
-	mu  sync.Mutex
-	gen uint64
-	m   map[string]cachedScope
+	mu      sync.Mutex
+	epoch   uint64
+	version int64     // settings_version at the last check
+	checked time.Time // when it was last checked
+	m       map[string]cachedScope
 }
 
 type cachedScope struct {
 	vals map[string]string
-	at   time.Time
+	used time.Time
 }
 
-func (c *settingsCache) get(scope string) (map[string]string, bool) {
+// due reports whether settings_version should be read again now, and
+// marks it read, so that concurrent callers do not all read it.
+func (c *settingsCache) due(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.checked) < settingsCheckEvery && !c.checked.IsZero() {
+		return false
+	}
+	c.checked = now
+	return true
+}
+
+// saw records the settings_version just read; a change drops every scope.
+func (c *settingsCache) saw(version int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version != c.version {
+		c.version = version
+		c.epoch++
+		clear(c.m)
+	}
+}
+
+func (c *settingsCache) get(scope string, now time.Time) (map[string]string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[scope]
-	if !ok || time.Since(e.at) > settingsTTL {
+	if !ok {
 		return nil, false
 	}
+	e.used = now
+	c.m[scope] = e
 	return maps.Clone(e.vals), true
 }
 
-func (c *settingsCache) generation() uint64 {
+func (c *settingsCache) current() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.gen
+	return c.epoch
 }
 
-func (c *settingsCache) put(scope string, vals map[string]string, gen uint64) {
+func (c *settingsCache) put(scope string, vals map[string]string, epoch uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen {
+	if epoch != c.epoch {
 		return
 	}
 	if c.m == nil {
 		c.m = map[string]cachedScope{}
 	}
 	if len(c.m) >= maxCachedScopes {
-		for k, e := range c.m {
-			if time.Since(e.at) > settingsTTL {
-				delete(c.m, k)
-			}
-		}
-		if len(c.m) >= maxCachedScopes {
-			clear(c.m)
+		c.evictLocked(maxCachedScopes / 2)
+	}
+	c.m[scope] = cachedScope{vals: vals, used: now}
+}
+
+// evictLocked drops the scopes read longest ago until keep are left.
+func (c *settingsCache) evictLocked(keep int) {
+	if len(c.m) <= keep {
+		return
+	}
+	used := make([]time.Time, 0, len(c.m))
+	for _, e := range c.m {
+		used = append(used, e.used)
+	}
+	slices.SortFunc(used, func(a, b time.Time) int { return b.Compare(a) })
+	cut := used[keep-1]
+	for k, e := range c.m {
+		if e.used.Before(cut) {
+			delete(c.m, k)
 		}
 	}
-	c.m[scope] = cachedScope{vals: vals, at: time.Now()}
+}
+
+// sweep drops the scopes not read since before.
+func (c *settingsCache) sweep(before time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if e.used.Before(before) {
+			delete(c.m, k)
+		}
+	}
+	if len(c.m) == 0 {
+		c.m = nil // a map keeps its buckets after clear
+	}
 }
 
 func (c *settingsCache) drop(scopes ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
+	c.epoch++
 	for _, s := range scopes {
 		delete(c.m, s)
 	}
 }
 
 // Settings returns every key of a scope (agentcore.Settings, and the
-// gateway's per-location settings). Reads are cached for settingsTTL (a
-// turn reads three scopes); a write through this DB is seen at once, one
-// by another process within settingsTTL.
+// gateway's per-location settings). Reads are cached (a turn reads three
+// scopes) until settings change: a write through this DB is seen at once,
+// one by another process within settingsCheckEvery.
 func (db *DB) Settings(ctx context.Context, scope string) (map[string]string, error) {
-	if vals, ok := db.settingsCache.get(scope); ok {
+	now := time.Now()
+	if db.settingsCache.due(now) {
+		var v int64
+		if err := db.stmts.settingsVersion.QueryRowContext(pointRead(ctx)).Scan(&v); err != nil {
+			return nil, fmt.Errorf("settings of %s: read settings_version: %w", scope, err)
+		}
+		db.settingsCache.saw(v)
+	}
+	if vals, ok := db.settingsCache.get(scope, now); ok {
 		return vals, nil
 	}
-	gen := db.settingsCache.generation()
+	epoch := db.settingsCache.current()
 	vals, err := db.readSettings(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
-	db.settingsCache.put(scope, vals, gen)
+	db.settingsCache.put(scope, vals, epoch, now)
 	return maps.Clone(vals), nil
 }
 

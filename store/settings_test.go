@@ -8,7 +8,7 @@ import (
 )
 
 // TestSettingsCache: a write through this handle is read back at once;
-// one through another handle (another process) within settingsTTL.
+// one through another handle (another process) within settingsCheckEvery.
 func TestSettingsCache(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	a, b := openTemp(t, path), openTemp(t, path)
@@ -39,10 +39,10 @@ func TestSettingsCache(t *testing.T) {
 	if err := a.SetSetting(ctx, "agent:main", "mode", "unrestricted"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(settingsTTL + 5*time.Second)
+	deadline := time.Now().Add(settingsCheckEvery + 5*time.Second)
 	for read(b) != "unrestricted" {
 		if time.Now().After(deadline) {
-			t.Fatalf("the other handle still reads %q after %v", read(b), settingsTTL+5*time.Second)
+			t.Fatalf("the other handle still reads %q after %v", read(b), settingsCheckEvery+5*time.Second)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

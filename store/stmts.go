@@ -60,7 +60,8 @@ type stmts struct {
 	// read pool
 	binding         *sql.Stmt
 	conversation    *sql.Stmt
-	view            *sql.Stmt
+	viewAfter       *sql.Stmt
+	viewEpoch       *sql.Stmt
 	messagesAfter   *sql.Stmt
 	convExists      *sql.Stmt
 	listRuns        *sql.Stmt
@@ -71,6 +72,7 @@ type stmts struct {
 	outboundItem    *sql.Stmt
 	paired          *sql.Stmt
 	settings        *sql.Stmt
+	settingsVersion *sql.Stmt
 	approvalPosts   *sql.Stmt
 	approvalButtons *sql.Stmt
 	agentRules      *sql.Stmt
@@ -129,7 +131,8 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 
 		{r, &s.binding, qBinding},
 		{r, &s.conversation, `SELECT ` + conversationColumns + ` FROM conversations c WHERE c.id = ?`},
-		{r, &s.view, qView},
+		{r, &s.viewAfter, qViewAfter},
+		{r, &s.viewEpoch, `SELECT view_epoch FROM conversations WHERE id = ?`},
 		{r, &s.messagesAfter, qMessagesAfter},
 		{r, &s.convExists, `SELECT 1 FROM conversations WHERE id = ?`},
 		{r, &s.listRuns, qListRuns},
@@ -139,6 +142,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.outboundItem, `SELECT ` + outboundColumns + ` FROM outbox WHERE id = ?`},
 		{r, &s.paired, `SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`},
 		{r, &s.settings, `SELECT key, value FROM settings WHERE scope = ?`},
+		{r, &s.settingsVersion, `SELECT n FROM settings_version WHERE id = 1`},
 		{r, &s.approvalPosts, qApprovalPosts},
 		{r, &s.approvalButtons, qApprovalButtons},
 		{r, &s.agentRules, `SELECT rule FROM agent_rules WHERE agent_id = ? ORDER BY created, rowid`},

@@ -312,8 +312,8 @@ const (
 		(id, conversation_id, seq, role, parts, tool_calls, reasoning,
 		 tool_call_id, tool_name, is_error, run_id, created, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qView = `SELECT ` + messageColumns + ` FROM view v JOIN messages m ON m.id = v.message_id
-		WHERE v.conversation_id = ? ORDER BY v.position`
+	qViewAfter = `SELECT v.position, ` + messageColumns + ` FROM view v JOIN messages m ON m.id = v.message_id
+		WHERE v.conversation_id = ? AND v.position > ? ORDER BY v.position`
 	qMessagesAfter = `SELECT ` + messageColumns + ` FROM messages m
 		WHERE m.conversation_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
 )
@@ -376,15 +376,6 @@ func (db *DB) conversationExists(ctx context.Context, id string) error {
 		return ErrNotFound
 	}
 	return err
-}
-
-// View returns the in-context messages in view order.
-func (db *DB) View(ctx context.Context, conversationID string) ([]agentcore.Message, error) {
-	ms, err := db.queryMessages(pointRead(ctx), conversationID, db.stmts.view, conversationID)
-	if err != nil {
-		return nil, fmt.Errorf("view of conversation %s: %w", conversationID, err)
-	}
-	return ms, nil
 }
 
 // ReplaceView sets the in-context view (compaction) to the given message
