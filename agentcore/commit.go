@@ -119,9 +119,10 @@ func (t *turn) buffer(msgs ...Message) []Message {
 	}
 	t.pending.Messages = append(t.pending.Messages, msgs...)
 	if t.viewOK {
-		// A full slice expression: views handed out earlier never see
-		// the new messages appear in their backing array.
-		t.view = append(t.view[:len(t.view):len(t.view)], msgs...)
+		// In place: the turn owns the backing array, and loadView hands
+		// out views capped at their length, so no holder of an earlier
+		// view can see or overwrite what is appended here.
+		t.view = append(t.view, msgs...)
 	}
 	return msgs
 }
@@ -184,6 +185,21 @@ func (t *turn) adopt(stored []Message) {
 	byID := make(map[string]int, len(stored))
 	for i, m := range stored {
 		byID[m.ID] = i
+	}
+	// Usually the buffered copies are the stored ones already (the turn
+	// numbered and stamped them as the store did): then nothing changes
+	// and nothing is copied.
+	differ, found := false, 0
+	for i := len(t.view) - 1; i >= 0 && found < len(byID) && !differ; i-- {
+		if j, ok := byID[t.view[i].ID]; ok {
+			found++
+			v, st := &t.view[i], &stored[j]
+			differ = v.Seq != st.Seq || !v.CreatedAt.Equal(st.CreatedAt) || v.CreatedAt.Location() != st.CreatedAt.Location() ||
+				v.ConversationID != st.ConversationID
+		}
+	}
+	if !differ {
+		return
 	}
 	// A copy: views handed out earlier (a request's messages) keep theirs.
 	t.view = slices.Clone(t.view)

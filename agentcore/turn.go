@@ -589,16 +589,20 @@ func (t *turn) uniqueCallIDs(ctx context.Context, view []Message, calls []ToolCa
 // conversation's lease, so only its own appends change the view: it is
 // read from the store once and then kept up to date (decoding the view was
 // a quarter of a turn's CPU).
+//
+// The view handed out is capped at its length (its holder cannot append
+// into the turn's backing array), and the turn never changes a message a
+// view handed out holds (replacing one clones the array first, see
+// adopt).
 func (t *turn) loadView(ctx context.Context) ([]Message, error) {
-	if t.viewOK {
-		return t.view, nil
+	if !t.viewOK {
+		v, err := t.a.deps.Store.View(ctx, t.conv.ID)
+		if err != nil {
+			return nil, err
+		}
+		t.view, t.viewOK = v, true
 	}
-	v, err := t.a.deps.Store.View(ctx, t.conv.ID)
-	if err != nil {
-		return nil, err
-	}
-	t.view, t.viewOK = v, true
-	return v, nil
+	return t.view[:len(t.view):len(t.view)], nil
 }
 
 // endsWithToolResults reports whether the view ends with tool results that

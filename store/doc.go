@@ -16,12 +16,13 @@
 // for instance, assigns sequence numbers, extends the in-context view, indexes
 // the text for search and bumps the conversation's update time atomically,
 // so concurrent appends to one conversation get unique, contiguous Seq
-// values. No method starts a goroutine that outlives it; a DB runs two of
-// its own until Close: the writer and the checkpointer, which copies the
-// WAL into the database a quarter of a second after writes (a passive
-// checkpoint on a read connection, so that no write waits for it; sqlite's
-// automatic one ran inside a commit). Close waits for both and the pools,
-// and may be called more than once.
+// values. No method starts a goroutine that outlives it; a DB runs three
+// of its own until Close: the writer, the sweeper of its caches
+// (viewcache.go) and the checkpointer, which copies the WAL into the
+// database a quarter of a second after writes (a passive checkpoint on a
+// read connection, so that no write waits for it; sqlite's automatic one
+// ran inside a commit). Close waits for all three and the pools, and may
+// be called more than once.
 //
 // Invariants enforced here: messages are append-only (triggers in
 // migrations/0001_init.sql refuse UPDATE and DELETE), a view only references
@@ -39,10 +40,21 @@
 // writer, 128 KiB on each of at most two readers, whose caches sqlite
 // empties after every write anyway) and the writer's statement journal
 // (in memory: the pages one grouped request changed), a DB keeps the
-// prepared hot statements and a cache of settings reads (at most 1,024
-// scopes, each reused for a second). Nothing grows with the data.
-// sqlite's heap is modernc.org/libc's allocator, which keeps freed regions
-// for reuse (up to 4 MiB plus its high-water mark): what sqlite needs at
-// its peak stays resident, so its caches are kept small rather than
-// trimmed when idle.
+// prepared hot statements and two caches of reads, both bounded and both
+// emptied of entries not used for 15 s by the sweeper (a third goroutine,
+// stopped by Close):
+//   - views (viewcache.go): the in-context view of at most 2,048
+//     conversations and about 8 MiB, the least recently used going first;
+//     a turn then reads only the messages appended since. A view stays
+//     valid while its conversation's view_epoch does, which triggers bump
+//     on any deletion or change of view rows, from any process.
+//   - settings (settings.go): at most 2,048 scopes, kept until
+//     settings_version (kept by triggers) moves; it is read at most once a
+//     second, so another process's write is seen within a second and this
+//     DB's own at once.
+//
+// Nothing grows with the data. sqlite's heap is modernc.org/libc's
+// allocator, which keeps freed regions for reuse (up to 4 MiB plus its
+// high-water mark): what sqlite needs at its peak stays resident, so its
+// caches are kept small rather than trimmed when idle.
 package store

@@ -312,11 +312,26 @@ const (
 		(id, conversation_id, seq, role, parts, tool_calls, reasoning,
 		 tool_call_id, tool_name, is_error, run_id, created, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qViewAfter = `SELECT v.position, ` + messageColumns + ` FROM view v JOIN messages m ON m.id = v.message_id
-		WHERE v.conversation_id = ? AND v.position > ? ORDER BY v.position`
+	// qViewAfter reads the view's rows after a position with the
+	// conversation's view_epoch, in one statement, so that both come from
+	// one snapshot (viewcache.go).
+	qViewAfter = `SELECT (SELECT view_epoch FROM conversations WHERE id = ?1), v.position, ` + messageColumns + `
+		FROM view v JOIN messages m ON m.id = v.message_id
+		WHERE v.conversation_id = ?1 AND v.position > ?2 ORDER BY v.position`
 	qMessagesAfter = `SELECT ` + messageColumns + ` FROM messages m
 		WHERE m.conversation_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
 )
+
+// knownRole is role as one of the agentcore constants when it is one, so
+// that a message read does not hold its own copy of the word.
+func knownRole(role string) agentcore.Role {
+	for _, r := range []agentcore.Role{agentcore.RoleUser, agentcore.RoleAssistant, agentcore.RoleTool} {
+		if role == string(r) {
+			return r
+		}
+	}
+	return agentcore.Role(role)
+}
 
 func scanMessage(s scanner) (agentcore.Message, error) {
 	var m agentcore.Message
@@ -326,7 +341,7 @@ func scanMessage(s scanner) (agentcore.Message, error) {
 		&m.ToolCallID, &m.ToolName, &m.IsError, &m.RunID, &created, &m.Outcome); err != nil {
 		return agentcore.Message{}, err
 	}
-	m.Role = agentcore.Role(role)
+	m.Role = knownRole(role)
 	m.CreatedAt = fromNanos(created)
 	if parts != "[]" {
 		if err := json.Unmarshal([]byte(parts), &m.Parts); err != nil {
