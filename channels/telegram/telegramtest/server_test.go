@@ -146,3 +146,54 @@ func TestWaitCalls(t *testing.T) {
 		t.Fatal("WaitCalls returned without new calls and with its context ended")
 	}
 }
+
+// TestConcurrentUpdatesGetDistinctIDs: presses and messages added from
+// several goroutines at once (the crash campaign's chats) each get their
+// own update id, so a client that confirms as it goes receives every one.
+// AddCallback used to read the next id and queue the update under two
+// locks: a message added in between took the same id, and a client that
+// had confirmed it never saw the press.
+func TestConcurrentUpdatesGetDistinctIDs(t *testing.T) {
+	s := New(t, testToken)
+	const n = 200
+	ids := make(chan int64, 2*n)
+	start := make(chan struct{})
+	done := make(chan struct{})
+	for g := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			<-start
+			for i := range n {
+				if g == 0 {
+					ids <- s.AddCallback(101, 101, int64(i+1), fmt.Sprint("tok", i))
+				} else {
+					ids <- s.AddMessage(102, 102, fmt.Sprint("hello ", i))
+				}
+			}
+		}()
+	}
+	close(start)
+	<-done
+	<-done
+	close(ids)
+	seen := map[int64]bool{}
+	for id := range ids {
+		if seen[id] {
+			t.Fatalf("update id %d given twice", id)
+		}
+		seen[id] = true
+	}
+	var got []int64
+	offset := int64(0)
+	for len(got) < 2*n {
+		batch := getUpdates(t, s, offset)
+		if len(batch) == 0 {
+			t.Fatalf("getUpdates from offset %d returned nothing after %d of %d updates", offset, len(got), 2*n)
+		}
+		got = append(got, batch...)
+		offset = slices.Max(batch) + 1
+	}
+	if len(got) != 2*n || !slices.IsSorted(got) {
+		t.Fatalf("a confirming client received %d updates (sorted %v), want %d in order", len(got), slices.IsSorted(got), 2*n)
+	}
+}

@@ -39,6 +39,11 @@ func (s *Server) AddUpdate(update json.RawMessage) int64 {
 		m["update_id"] = json.RawMessage(fmt.Sprint(id))
 		update, _ = json.Marshal(m)
 	}
+	return s.addLocked(id, update)
+}
+
+// addLocked queues update under id (s.mu held).
+func (s *Server) addLocked(id int64, update json.RawMessage) int64 {
 	if id >= s.nextUpdate {
 		s.nextUpdate = id + 1
 	}
@@ -174,9 +179,12 @@ func (s *Server) AddCallback(chatID, userID, messageID int64, data string, opts 
 	for _, o := range opts {
 		o(msg)
 	}
+	// The id is taken and the update queued under one lock: another
+	// goroutine's AddMessage in between took the same id, and the press
+	// was then a platform retry of an update already acknowledged.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	id := s.nextUpdate
-	s.mu.Unlock()
 	raw, err := json.Marshal(map[string]any{
 		"update_id": id,
 		"callback_query": map[string]any{
@@ -190,7 +198,7 @@ func (s *Server) AddCallback(chatID, userID, messageID int64, data string, opts 
 	if err != nil {
 		panic(err)
 	}
-	return s.AddUpdate(raw)
+	return s.addLocked(id, raw)
 }
 
 // AnswerFor returns the answerCallbackQuery call for the callback query of
