@@ -40,18 +40,19 @@
 // writer, 128 KiB on each of at most two readers, whose caches sqlite
 // empties after every write anyway) and the writer's statement journal
 // (in memory: the pages one grouped request changed), a DB keeps the
-// prepared hot statements and two caches of reads, both bounded and both
-// emptied of entries not used for 15 s by the sweeper (a third goroutine,
-// stopped by Close):
-//   - views (viewcache.go): the in-context view of at most 2,048
-//     conversations and about 8 MiB, the least recently used going first;
-//     a turn then reads only the messages appended since. A view stays
-//     valid while its conversation's view_epoch does, which triggers bump
-//     on any deletion or change of view rows, from any process.
-//   - settings (settings.go): at most 2,048 scopes, kept until
-//     settings_version (kept by triggers) moves; it is read at most once a
-//     second, so another process's write is seen within a second and this
-//     DB's own at once.
+// prepared hot statements and two caches of reads, both bounded, whose
+// idle entries the sweeper (a third goroutine, stopped by Close) drops
+// every second:
+//   - views (viewcache.go): the in-context view of conversations used in
+//     the last 2 s (turns that come back to back), at most 2,048 of them
+//     and about 8 MiB, the least recently used going first; a turn then
+//     reads only the messages appended since. A view stays valid while its
+//     conversation's view_epoch does, which triggers bump on any deletion
+//     or change of view rows, from any process.
+//   - settings (settings.go): at most 2,048 scopes read in the last 15 s,
+//     kept until settings_version (kept by triggers) moves; it is read at
+//     most once a second, so another process's write is seen within a
+//     second and this DB's own at once.
 //
 // Nothing grows with the data. sqlite's heap is modernc.org/libc's
 // allocator, which keeps freed regions for reuse (up to 4 MiB plus its

@@ -24,7 +24,7 @@ const maxCachedScopes = 2048
 // write through this DB drops its scope (after it committed); a change
 // seen in settings_version drops them all. Either bumps the epoch, so a
 // read that began before it does not fill the cache with what it read.
-// Scopes not read for cacheIdle are dropped (sweep).
+// Scopes not read for settingsIdle are dropped (sweep).
 type settingsCache struct {
 	mu      sync.Mutex
 	epoch   uint64

@@ -123,7 +123,7 @@ func TestViewCacheIsNotTheCallers(t *testing.T) {
 }
 
 // TestViewCacheIsBounded: the cache holds at most maxViewEntries views,
-// and drops the ones not used for cacheIdle.
+// and drops the ones not used for viewIdle.
 func TestViewCacheIsBounded(t *testing.T) {
 	var c viewCache
 	now := time.Now()
