@@ -215,12 +215,18 @@ func (a *approvals) places(ctx context.Context, ap agentcore.Approval, origin ch
 	return places
 }
 
-// newToken returns an opaque random button token (22 characters, well
-// under Telegram's 64-byte callback_data limit).
-func newToken() string {
+// newToken returns an opaque button token: the creation time in
+// milliseconds (12 hex digits, so tokens sort by age), then 16 random
+// bytes (22 characters of base64url): 34 characters, well under Telegram's
+// 64-byte callback_data limit. The random part is what makes it
+// unguessable, as before; the time in front makes the buttons table (keyed
+// by token) grow at its end: with purely random tokens, each ask's three
+// buttons went to three random leaves of a B-tree that grows with every
+// ask ever made (bench/gatewayload -phases park).
+func newToken(now time.Time) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return fmt.Sprintf("%012x", max(now.UnixMilli(), 0)) + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // postings are the records that post a turn's asks: buttons, one outbox
@@ -248,11 +254,11 @@ func (a *approvals) plan(ctx context.Context, ps *postings, ap agentcore.Approva
 	}
 	now := e.now().UTC()
 	buttons := []Button{
-		{Token: newToken(), ApprovalID: ap.ID, Action: ButtonApprove, Created: now},
-		{Token: newToken(), ApprovalID: ap.ID, Action: ButtonDeny, Created: now},
+		{Token: newToken(now), ApprovalID: ap.ID, Action: ButtonApprove, Created: now},
+		{Token: newToken(now), ApprovalID: ap.ID, Action: ButtonDeny, Created: now},
 	}
 	if ap.Rule != "" {
-		buttons = append(buttons, Button{Token: newToken(), ApprovalID: ap.ID, Action: ButtonAlways, Created: now})
+		buttons = append(buttons, Button{Token: newToken(now), ApprovalID: ap.ID, Action: ButtonAlways, Created: now})
 	}
 	ps.buttons = append(ps.buttons, buttons...)
 	for _, loc := range a.places(ctx, ap, origin) {

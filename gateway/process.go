@@ -104,7 +104,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	in.MessageID = inputID(it)
 	in.Location = it.Location
 	in.DenyAsks = e.channel(loc.Channel).DenyAsks
-	in.TurnID = "turn-" + newToken()[:12]
+	in.TurnID = "turn-" + newToken(e.now())[12:24] // 12 characters of its random part
 	in.Tasks = p.tasks.host(loc)
 
 	turnCtx, cancel := context.WithCancelCause(ctx)

@@ -282,7 +282,8 @@ func (s *stream) stopToken(ctx context.Context) string {
 			}
 		}
 	}
-	b := Button{Token: newToken(), ApprovalID: s.base.ConversationID, Action: ButtonStop, Created: s.env.now().UTC()}
+	now := s.env.now().UTC()
+	b := Button{Token: newToken(now), ApprovalID: s.base.ConversationID, Action: ButtonStop, Created: now}
 	if err := st.CreateButtons(context.WithoutCancel(ctx), []Button{b}); err != nil {
 		s.env.log.Warn("store the stop button", "conversation", s.base.ConversationID, "err", err)
 		return ""

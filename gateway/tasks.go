@@ -78,7 +78,7 @@ func (h taskHost) StartTask(ctx context.Context, t agentcore.Task) (agentcore.Ta
 	if ts.statusLine(h.loc) {
 		var buttons []Button
 		if ad, ok := e.adapter(h.loc); ok && ad.Capabilities().Buttons {
-			buttons = []Button{{Token: newToken(), ApprovalID: t.ConversationID, Action: ButtonStop, Created: now}}
+			buttons = []Button{{Token: newToken(now), ApprovalID: t.ConversationID, Action: ButtonStop, Created: now}}
 			if err := e.opts.Store.CreateButtons(ctx, buttons); err != nil {
 				return agentcore.Task{}, fmt.Errorf("store the stop button: %w", err)
 			}
