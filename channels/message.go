@@ -35,6 +35,18 @@ type Message struct {
 	// took it. Adapters that can find their own earlier post by Key (Slack:
 	// message metadata) return it instead of posting again. Not encoded.
 	MaybeSentSince time.Time
+	// PostedBefore and PostedSince, set with MaybeSentSince on a message
+	// with buttons, are what the gateway has on record in the location:
+	// the id of its newest post from before MaybeSentSince ("" for none),
+	// and the ids of its posts since. An adapter that cannot find an
+	// earlier post by Key (Telegram: no history, no idempotency key) takes
+	// its own messages between PostedBefore and the new post that are not
+	// in PostedSince for what the lost attempt posted, and removes their
+	// buttons, so that only the new copy can be pressed. PostedSince is nil
+	// when the gateway has no record to give: then nothing is touched. Not
+	// encoded.
+	PostedBefore string
+	PostedSince  []string
 }
 
 // Part is one piece of a Message. The set of parts is closed: Text,

@@ -476,6 +476,15 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 		// An earlier attempt, or the process that died, may have posted
 		// it before recording so (the send-then-crash window).
 		msg.MaybeSentSince = it.Created
+		if cp, ok := st.(ChatPosts); ok && len(msg.ButtonRows()) > 0 {
+			// What is on record around it, so that an adapter without a
+			// way to find that post can disarm it (Telegram).
+			var err error
+			if msg.PostedBefore, msg.PostedSince, err = cp.ChatPosts(ctx, loc.Chat().String(), it.Created); err != nil {
+				o.env.log.Warn("read the posts around a retried send", "item", it.ID, "err", err)
+				msg.PostedBefore, msg.PostedSince = "", nil
+			}
+		}
 	}
 	var msgID string
 	switch it.Kind {

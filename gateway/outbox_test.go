@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard/channels"
 	"github.com/switchboard-gw/switchboard/channels/channelstest"
+	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
 
 // slowChat holds every send to one chat until released.
@@ -95,5 +96,62 @@ func TestRetriedSendSaysItMayBeSentAlready(t *testing.T) {
 	}
 	if sends[1].MaybeSentSince.IsZero() || sends[1].Key != sends[0].Key || sends[1].Key == "" {
 		t.Errorf("the retry: key %q (first %q), maybe sent since %v; want the same key, maybe sent", sends[1].Key, sends[0].Key, sends[1].MaybeSentSince)
+	}
+}
+
+// cardLossyChat fails the first send of a message with buttons after the
+// platform took it (the card's send-then-crash window); the rest go
+// through.
+type cardLossyChat struct {
+	*channelstest.Adapter
+	mu    sync.Mutex
+	cards []channels.Message
+}
+
+func (l *cardLossyChat) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
+	ref, err := l.Adapter.Send(ctx, loc, m)
+	if len(m.ButtonRows()) == 0 {
+		return ref, err
+	}
+	l.mu.Lock()
+	l.cards = append(l.cards, m)
+	first := len(l.cards) == 1
+	l.mu.Unlock()
+	if first {
+		return channels.MessageRef{}, errors.New("connection reset while reading the answer")
+	}
+	return ref, err
+}
+
+// A retried approval card carries what the outbox has on record in its
+// chat (PostedBefore, PostedSince), so that an adapter that cannot find
+// the lost copy by key (Telegram) can disarm it; a first attempt carries
+// nothing.
+func TestRetriedCardCarriesTheChatsRecord(t *testing.T) {
+	fake := channelstest.New("chat", channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain})
+	lossy := &cardLossyChat{Adapter: fake}
+	h := newHarnessWith(t, harnessOpts{}, lossy, fakemodel.Step{Text: "first answer"}, bashCall("c1", "touch retried-card"), fakemodel.Step{Text: "done"})
+	h.chat = fake
+	if err := fake.WaitStarted(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	h.send(inbound("r1", "alice", "hello", dm))
+	waitText(t, fake, "first answer")
+	h.send(inbound("r2", "alice", "make the file", dm))
+	eventually(t, "the retried card", func() bool {
+		lossy.mu.Lock()
+		defer lossy.mu.Unlock()
+		return len(lossy.cards) >= 2
+	})
+	lossy.mu.Lock()
+	first, retry := lossy.cards[0], lossy.cards[1]
+	lossy.mu.Unlock()
+	if first.PostedSince != nil || first.PostedBefore != "" {
+		t.Errorf("the first attempt carries a record: before %q, since %v", first.PostedBefore, first.PostedSince)
+	}
+	// The fake's message ids are not numbers, so the record is empty; it
+	// is there (not nil), and ChatPosts itself is tested in store.
+	if retry.MaybeSentSince.IsZero() || retry.PostedSince == nil {
+		t.Errorf("the retry: maybe sent since %v, before %q, since %v; want the chat's record", retry.MaybeSentSince, retry.PostedBefore, retry.PostedSince)
 	}
 }

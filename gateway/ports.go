@@ -226,6 +226,16 @@ type Outbox interface {
 	Retry(ctx context.Context, id int64, next time.Time, lastErr string, permanent bool) error
 }
 
+// ChatPosts is implemented by stores that can say what the outbox has on
+// record as posted in a chat (a location without its thread, and its
+// threads): the largest numeric message id of an item created before
+// before, a send or an edit's target ("" for none), and every numeric
+// message id above it on record (not nil when there is a record). The outbox hands them to the adapter with a send that an earlier
+// attempt may have posted (channels.Message.PostedBefore, PostedSince).
+type ChatPosts interface {
+	ChatPosts(ctx context.Context, chat string, before time.Time) (last string, since []string, err error)
+}
+
 // CompleteWith is implemented by stores that can complete a queue item
 // and enqueue outbound items in one transaction, so a turn's final reply
 // is durable exactly when its input is marked done.

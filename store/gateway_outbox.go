@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/gateway"
@@ -139,6 +140,48 @@ func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, err
 		return gateway.Outbound{}, fmt.Errorf("outbound item %d: %w", id, err)
 	}
 	return o, nil
+}
+
+// ChatPosts says what the outbox has on record as posted in chat (a
+// location without its thread) and its threads; see gateway.ChatPosts.
+// It reads the whole outbox (it has no index by location): it runs only
+// for a message with buttons whose earlier attempt may have posted it.
+func (db *DB) ChatPosts(ctx context.Context, chat string, before time.Time) (string, []string, error) {
+	fail := func(err error) (string, []string, error) {
+		return "", nil, fmt.Errorf("posts in %s: %w", chat, err)
+	}
+	const inChat = `(location = ?1 OR (location > ?1 || ':' AND location < ?1 || ';')) AND message_id GLOB '[0-9]*'`
+	var last sql.NullInt64
+	err := db.r.QueryRowContext(ctx, `SELECT MAX(CAST(message_id AS INTEGER)) FROM outbox
+		WHERE `+inChat+` AND sent = 1 AND created < ?2`, chat, nanos(before)).Scan(&last)
+	if err != nil {
+		return fail(err)
+	}
+	lo := int64(0)
+	if last.Valid {
+		lo = last.Int64
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT message_id FROM outbox
+		WHERE `+inChat+` AND CAST(message_id AS INTEGER) > ?2`, chat, lo)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	since := []string{} // not nil: there is a record, possibly empty
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fail(err)
+		}
+		since = append(since, id)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	if !last.Valid {
+		return "", since, nil
+	}
+	return strconv.FormatInt(lo, 10), since, nil
 }
 
 // MarkSent records success. A non-empty messageID is stored as the item's

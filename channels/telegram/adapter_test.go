@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -366,5 +367,60 @@ func TestPhotoBecomesAttachment(t *testing.T) {
 	}
 	if strings.Contains(e.logs.String(), testToken) {
 		t.Error("token in logs")
+	}
+}
+
+// TestRetriedCardDisarmsTheLostCopy: a card an earlier attempt posted
+// before the process died (nothing recorded it) loses its buttons when the
+// retry posts the new copy; the gateway's recorded posts, the users'
+// messages and everything before the newest recorded post are left alone.
+func TestRetriedCardDisarmsTheLostCopy(t *testing.T) {
+	e := start(t, nil)
+	loc := dmLocation("7")
+	card := func(tok string) channels.Message {
+		return channels.Message{Parts: []channels.Part{
+			channels.Text{Markdown: "Run `git push`?"},
+			channels.Buttons{Rows: [][]channels.Button{{{Label: "Approve", Token: tok}}}},
+		}}
+	}
+	send := func(m channels.Message) int64 {
+		t.Helper()
+		ref, err := e.a.Send(e.ctx, loc, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.ParseInt(ref.ID, 10, 64)
+		return n
+	}
+	older := send(card("old"))   // recorded, before the lost attempt
+	lost := send(card("ask"))    // the attempt whose process died
+	e.srv.AddMessage(7, 7, "hi") // a person's message in between
+	other := send(card("other")) // another card, recorded
+	retry := card("ask")
+	retry.MaybeSentSince = time.Now().Add(-time.Minute)
+	retry.PostedBefore = strconv.FormatInt(older, 10)
+	retry.PostedSince = []string{strconv.FormatInt(other, 10)}
+	fresh := send(retry)
+	buttons := map[int64]bool{}
+	for _, m := range e.srv.Messages() {
+		buttons[m.ID] = m.Markup != "" && m.Markup != `{"inline_keyboard":[]}`
+		if (m.ID == lost) != (m.Text == lostCopyText) {
+			t.Errorf("message %d reads %q", m.ID, m.Text)
+		}
+	}
+	for id, want := range map[int64]bool{older: true, lost: false, other: true, fresh: true} {
+		if buttons[id] != want {
+			t.Errorf("message %d has buttons: %v, want %v (older %d, lost %d, other %d, new %d)", id, buttons[id], want, older, lost, other, fresh)
+		}
+	}
+	// Without a record from the gateway, nothing is touched.
+	lost2 := send(card("ask2"))
+	again := card("ask2")
+	again.MaybeSentSince = time.Now()
+	send(again)
+	for _, m := range e.srv.Messages() {
+		if m.ID == lost2 && (m.Markup == "" || m.Markup == `{"inline_keyboard":[]}`) {
+			t.Error("a retry without the gateway's record removed buttons")
+		}
 	}
 }

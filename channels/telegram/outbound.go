@@ -124,6 +124,9 @@ func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Me
 		}
 		if i == 0 {
 			first = channels.MessageRef{Location: loc, ID: strconv.Itoa(msg.ID)}
+			if len(rows) > 0 && !m.MaybeSentSince.IsZero() {
+				a.disarmLostCopies(ctx, t, msg.ID, m)
+			}
 		}
 	}
 	for _, att := range atts {
@@ -137,6 +140,63 @@ func (a *Adapter) Send(ctx context.Context, loc channels.Location, m channels.Me
 	}
 	return first, nil
 }
+
+// maxLostProbes bounds the messages disarmLostCopies looks at.
+const maxLostProbes = 30
+
+// disarmLostCopies removes the buttons of what an earlier attempt at m may
+// have posted before the process died (the send-then-crash window): the
+// Bot API has no idempotency key and no history to find that copy by, so
+// its buttons would stay pressable beside the new one's. Message ids grow
+// within a chat, so that copy is one of the bot's messages between the
+// gateway's newest post from before the attempt (m.PostedBefore) and the
+// new one (newID); the gateway's own posts since (m.PostedSince) are
+// skipped. Removing the buttons is harmless for whatever else is there:
+// the users' messages are not the bot's to edit, and a message without
+// buttons is not modified. A message that had buttons then says it was
+// posted again (lostCopyText). Failures only leave a copy pressable (a
+// press on it answers that the approval was decided), so they are not
+// errors.
+func (a *Adapter) disarmLostCopies(ctx context.Context, t target, newID int, m channels.Message) {
+	if m.PostedSince == nil {
+		return // no record: every message of the bot's could be a live one
+	}
+	lo, err := strconv.Atoi(m.PostedBefore)
+	if err != nil || lo < 0 {
+		lo = 0
+	}
+	known := make(map[int]bool, len(m.PostedSince))
+	for _, id := range m.PostedSince {
+		if n, err := strconv.Atoi(id); err == nil {
+			known[n] = true
+		}
+	}
+	for id := newID - 1; id > lo && id >= newID-maxLostProbes; id-- {
+		if known[id] {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := a.bot.EditMessageReplyMarkup(cctx, &bot.EditMessageReplyMarkupParams{
+			ChatID: t.chatID, MessageID: id, ReplyMarkup: keyboard(nil),
+		})
+		cancel()
+		if err != nil {
+			continue // not the bot's, or it had no buttons
+		}
+		// It had buttons and nothing records it: the lost copy. Say where
+		// the live one is (only the bot's own messages with buttons get
+		// here, so no answer or person's message is ever rewritten).
+		cctx, cancel = context.WithTimeout(ctx, callTimeout)
+		_, err = a.bot.EditMessageText(cctx, &bot.EditMessageTextParams{
+			ChatID: t.chatID, MessageID: id, Text: lostCopyText, ReplyMarkup: keyboard(nil),
+		})
+		cancel()
+		a.log.Info("telegram: disarmed a copy an earlier attempt posted", "message", id, "chat", fmt.Sprint(t.chatID), "text_replaced", err == nil)
+	}
+}
+
+// lostCopyText replaces a disarmed lost copy.
+const lostCopyText = "(This message was posted again below.)"
 
 func (a *Adapter) sendDocument(ctx context.Context, t target, att channels.Attachment) (int, error) {
 	var r io.Reader

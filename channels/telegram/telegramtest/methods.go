@@ -134,6 +134,8 @@ func (s *Server) call(method string, p map[string]string, files map[string]File)
 		return s.sendMessage(p)
 	case "editMessageText":
 		return s.editMessageText(p)
+	case "editMessageReplyMarkup":
+		return s.editMessageReplyMarkup(p)
 	case "sendDocument":
 		return s.sendDocument(p, files)
 	}
@@ -196,6 +198,30 @@ func (s *Server) editMessageText(p map[string]string) (int, apiReply) {
 		return bad("Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
 	}
 	m.Text, m.Markup = p["text"], markup
+	m.Edits++
+	return ok(messageJSON(m))
+}
+
+// editMessageReplyMarkup changes only the buttons of a message the bot
+// sent; as Telegram, it refuses a message it cannot find in the chat (the
+// users' messages are not the bot's to edit) and an edit that changes
+// nothing.
+func (s *Server) editMessageReplyMarkup(p map[string]string) (int, apiReply) {
+	chat, err := chatID(p)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if err := checkMarkup(p["reply_markup"]); err != nil {
+		return bad(err.Error())
+	}
+	m, found := s.messages[[2]int64{chat, parseInt(p["message_id"])}]
+	if !found {
+		return bad("Bad Request: message to edit not found")
+	}
+	if sameMarkup(p["reply_markup"], m.Markup) {
+		return bad("Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+	}
+	m.Markup = p["reply_markup"]
 	m.Edits++
 	return ok(messageJSON(m))
 }
