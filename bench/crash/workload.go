@@ -260,6 +260,10 @@ func (c *campaign) respond(req fakemodel.Request) fakemodel.Step {
 	return step
 }
 
+// lateAskGap is the least time between a chat's last message and its late
+// ask (see drive).
+const lateAskGap = time.Second
+
 // after returns a channel closed after d.
 func (c *campaign) after(d time.Duration) <-chan struct{} {
 	ch := make(chan struct{})
@@ -273,6 +277,7 @@ func (c *campaign) after(d time.Duration) <-chan struct{} {
 // ask pending for the final phase.
 func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-chan struct{}) {
 	n := 0
+	var last time.Time // when this chat's previous message was posted
 	for {
 		select {
 		case <-stop:
@@ -280,6 +285,11 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 				// The chat stays busy while its late ask waits, so no
 				// message posted while serve is down supersedes it.
 				ch.busy.Lock()
+				// Nor one posted just before it: two messages a
+				// millisecond apart may reach the gateway in either order
+				// (Slack does not promise event order), and the one
+				// handled second supersedes the other's ask.
+				sleepCtx(ctx, time.Until(last.Add(lateAskGap)))
 				n++
 				ep := lateAsk(rng, ch, n)
 				c.send(ep)
@@ -297,6 +307,7 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 		ep := newEpisode(rng, ch, n)
 		ch.busy.Lock()
 		c.send(ep)
+		last = time.Now()
 		switch {
 		case ep.supersede:
 			// Once the keyboard is up, the next message arrives instead of
@@ -308,6 +319,7 @@ func (c *campaign) drive(ctx context.Context, ch *chat, rng *rand.Rand, stop <-c
 			next.kind, next.cmds, next.delays = "plain", nil, next.delays[len(next.delays)-1:]
 			next.ask, next.supersede = false, false
 			c.send(next)
+			last = time.Now()
 		case ep.ask:
 			c.pressAsk(ctx, ep, rng)
 		}
