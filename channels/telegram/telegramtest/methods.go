@@ -175,6 +175,13 @@ func (s *Server) sendMessage(p map[string]string) (int, apiReply) {
 	return ok(messageJSON(m))
 }
 
+// Telegram's answers to an edit of a message that is not the bot's (or
+// does not exist), and to one that changes nothing.
+const (
+	errEditNotFound = "Bad Request: message to edit not found"
+	errNotModified  = "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"
+)
+
 func (s *Server) editMessageText(p map[string]string) (int, apiReply) {
 	chat, err := chatID(p)
 	if err != nil {
@@ -188,14 +195,14 @@ func (s *Server) editMessageText(p map[string]string) (int, apiReply) {
 	}
 	m, found := s.messages[[2]int64{chat, parseInt(p["message_id"])}]
 	if !found {
-		return bad("Bad Request: message to edit not found")
+		return bad(errEditNotFound)
 	}
 	if m.Document != nil {
 		return bad("Bad Request: there is no text in the message to edit")
 	}
 	markup := p["reply_markup"]
 	if sameMarkup(markup, m.Markup) && p["text"] == m.Text {
-		return bad("Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+		return bad(errNotModified)
 	}
 	m.Text, m.Markup = p["text"], markup
 	m.Edits++
@@ -216,10 +223,10 @@ func (s *Server) editMessageReplyMarkup(p map[string]string) (int, apiReply) {
 	}
 	m, found := s.messages[[2]int64{chat, parseInt(p["message_id"])}]
 	if !found {
-		return bad("Bad Request: message to edit not found")
+		return bad(errEditNotFound)
 	}
 	if sameMarkup(p["reply_markup"], m.Markup) {
-		return bad("Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+		return bad(errNotModified)
 	}
 	m.Markup = p["reply_markup"]
 	m.Edits++
