@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,7 +105,7 @@ func (p *processor) turn(ctx context.Context, w *worker, it Item, ag *agentcore.
 	in.MessageID = inputID(it)
 	in.Location = it.Location
 	in.DenyAsks = e.channel(loc.Channel).DenyAsks
-	in.TurnID = "turn-" + newToken(e.now())[12:24] // 12 characters of its random part
+	in.TurnID = "turn-" + rand.Text()[:12]
 	in.Tasks = p.tasks.host(loc)
 
 	turnCtx, cancel := context.WithCancelCause(ctx)
