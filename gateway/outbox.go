@@ -127,6 +127,9 @@ func (o *outbox) run(ctx context.Context) {
 				return
 			case <-o.wake:
 				limit = scanLimit
+				if o.putOff() {
+					continue
+				}
 			case <-tick.C:
 				// A scan reads the unsent items, also those being
 				// delivered: on a tick only when something waits for one
@@ -139,9 +142,36 @@ func (o *outbox) run(ctx context.Context) {
 					}
 					limit = quietScanLimit
 				}
+				if o.putOff() {
+					continue
+				}
 			}
 			break
 		}
+	}
+}
+
+// putOff reports whether a scan would be wasted: the in-memory queues have
+// no room for what it reads (every offer and every drained location asks
+// for one while they are full, and each would read scanLimit items only to
+// leave them in the store). The delivery that makes the room kicks.
+func (o *outbox) putOff() bool {
+	d := o.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.queued+scanLimit <= maxQueued {
+		return false
+	}
+	d.roomWanted = true
+	return true
+}
+
+// roomLocked kicks the scan putOff put off once there is room; d.mu held.
+func (o *outbox) roomLocked() {
+	d := o.d
+	if d.roomWanted && d.queued+scanLimit <= maxQueued {
+		d.roomWanted = false
+		o.kick()
 	}
 }
 
@@ -151,7 +181,7 @@ func (o *outbox) scanWanted() bool {
 	d := o.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.deferred) > 0 || d.flooded != 0 || (!d.retryAt.IsZero() && !o.env.now().Before(d.retryAt))
+	return len(d.deferred) > 0 || d.flooded != 0 || d.more || (!d.retryAt.IsZero() && !o.env.now().Before(d.retryAt))
 }
 
 // noticed is told the newest outbox id in the store (the poll for other
@@ -188,6 +218,12 @@ type delivery struct {
 	// retryAt is the earliest retry this process scheduled since the last
 	// scan (zero: none).
 	retryAt time.Time
+	// more: the last scan read as many items as it could, so more may be
+	// due; the next tick scans in full.
+	more bool
+	// roomWanted: a scan was put off because the queues had no room for
+	// what it reads; the delivery that makes room kicks.
+	roomWanted bool
 }
 
 // maxDeferred bounds the locations remembered as deferred; maxQueued the
@@ -359,12 +395,14 @@ func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
 		it := q.items[0]
 		q.items = q.items[1:]
 		d.queued--
+		o.roomLocked()
 		d.mu.Unlock()
 		if !o.deliver(ctx, it) {
 			d.mu.Lock()
 			d.queued -= len(q.items)
 			q.items, q.rescan = nil, true
 			o.deferLocked(loc)
+			o.roomLocked()
 			d.mu.Unlock()
 		}
 	}
@@ -409,6 +447,7 @@ func (o *outbox) deliverDue(ctx context.Context, limit int) {
 	// Only a scan that read every due item knows a location's whole
 	// backlog; after a partial one the deferrals stay.
 	complete := len(items) < limit
+	d.more = !complete
 	handedAll := true
 	for _, loc := range order {
 		if q, busy := d.locs[loc]; busy {

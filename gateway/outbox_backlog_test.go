@@ -1,0 +1,130 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/channels"
+	"github.com/switchboard-gw/switchboard/channels/channelstest"
+	"github.com/switchboard-gw/switchboard/gateway"
+	"github.com/switchboard-gw/switchboard/store"
+)
+
+// gatedChat holds every send until release is closed.
+type gatedChat struct {
+	*channelstest.Adapter
+	release chan struct{}
+}
+
+func (g *gatedChat) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return channels.MessageRef{}, ctx.Err()
+	}
+	return g.Adapter.Send(ctx, loc, m)
+}
+
+// scanCounter counts the outbox's scans of the store.
+type scanCounter struct {
+	gateway.Store
+	scans atomic.Int64
+}
+
+func (s *scanCounter) DueOutbound(ctx context.Context, channels []string, t time.Time, limit int) ([]gateway.Outbound, error) {
+	s.scans.Add(1)
+	return s.Store.DueOutbound(ctx, channels, t, limit)
+}
+
+// Replies produced faster than the platform takes them (here it takes
+// none until released) fill the outbox's in-memory queues; the rest wait
+// in the store. Every one is delivered, each chat getting its two, and
+// while the queues are full the outbox does not scan the store for every
+// reply offered or chat delivered (each scan would read 500 items only to
+// leave them there).
+func TestRepliesBeyondTheQueuesAreDeliveredOnce(t *testing.T) {
+	fake := channelstest.New("chat", channels.Capabilities{MaxMessageLen: 4000, Dialect: channels.Plain})
+	gated := &gatedChat{Adapter: fake, release: make(chan struct{})}
+	sc := &scanCounter{}
+	h := newHarnessWith(t, harnessOpts{store: func(db *store.DB) gateway.Store { sc.Store = db; return sc }}, gated)
+	h.chat = fake
+	if err := fake.WaitStarted(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	// 5,000 replies in 2,500 chats: more than the 4,096 items the queues
+	// hold and the 64 sends in flight.
+	const chats, per = 2500, 2
+	loc := func(c int) channels.Location {
+		return channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("dm-%d", c)}
+	}
+	ask := func(i int) {
+		h.send(inbound(fmt.Sprintf("e%d", i), "alice", "/help", loc(i%chats)))
+	}
+	const full = 4096 + 64 + 100
+	for i := range full {
+		ask(i)
+	}
+	before := sc.scans.Load()
+	for i := full; i < chats*per; i++ {
+		ask(i)
+	}
+	if n := sc.scans.Load() - before; n > 3 {
+		t.Errorf("%d scans while %d replies were offered to full queues, want at most 3 (the ticks')", n, chats*per-full)
+	}
+	close(gated.release)
+	eventually(t, "every reply delivered", func() bool { return len(fake.Sent()) >= chats*per })
+	got := map[string]int{}
+	for _, r := range fake.Sent() {
+		got[r.Location.ChatID]++
+	}
+	for c := range chats {
+		if n := got[loc(c).ChatID]; n != per {
+			t.Fatalf("chat %s got %d replies, want %d", loc(c).ChatID, n, per)
+		}
+	}
+	if n := len(fake.Sent()); n != chats*per {
+		t.Errorf("%d sends, want %d", n, chats*per)
+	}
+}
+
+// Items only a scan finds (stored by another process, or by the CLI), more
+// than one scan reads, are all delivered at the pace of full scans, not of
+// the quiet scan's 50 a second.
+func TestBacklogInTheStoreIsDeliveredWhole(t *testing.T) {
+	fake := channelstest.New("chat", channels.Capabilities{MaxMessageLen: 4000, Dialect: channels.Plain})
+	h := newHarnessWith(t, harnessOpts{}, fake)
+	if err := fake.WaitStarted(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	const chats, per = 1500, 2
+	var items []gateway.Outbound
+	now := time.Now().UTC()
+	for i := range per {
+		for c := range chats {
+			body, err := channels.EncodeMessage(channels.TextMessage(fmt.Sprintf("c%d m%d", c, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc := channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("c%d", c)}
+			items = append(items, gateway.Outbound{Kind: gateway.OutboundSend, Location: loc.String(), Body: body, Created: now, NextAt: now})
+		}
+	}
+	if _, err := h.db.EnqueueOutbound(h.ctx(), items...); err != nil {
+		t.Fatal(err)
+	}
+	// At 50 a second the 3,000 would take a minute, past the deadline.
+	eventually(t, "every item delivered", func() bool { return len(fake.Sent()) >= chats*per })
+	got := map[string][]string{}
+	for _, r := range fake.Sent() {
+		got[r.Location.ChatID] = append(got[r.Location.ChatID], r.Message.Markdown())
+	}
+	for c := range chats {
+		want := fmt.Sprint([]string{fmt.Sprintf("c%d m0", c), fmt.Sprintf("c%d m1", c)})
+		if g := fmt.Sprint(got[fmt.Sprintf("c%d", c)]); g != want {
+			t.Fatalf("chat c%d got %s, want %s (each once, in order)", c, g, want)
+		}
+	}
+}
