@@ -127,9 +127,6 @@ func (o *outbox) run(ctx context.Context) {
 				return
 			case <-o.wake:
 				limit = scanLimit
-				if o.putOff() {
-					continue
-				}
 			case <-tick.C:
 				// A scan reads the unsent items, also those being
 				// delivered: on a tick only when something waits for one
@@ -142,9 +139,9 @@ func (o *outbox) run(ctx context.Context) {
 					}
 					limit = quietScanLimit
 				}
-				if o.putOff() {
-					continue
-				}
+			}
+			if o.putOff() {
+				continue
 			}
 			break
 		}
@@ -175,8 +172,8 @@ func (o *outbox) roomLocked() {
 	}
 }
 
-// scanWanted reports whether items wait for a scan: deferred locations, or
-// a retry whose time has come.
+// scanWanted reports whether items wait for a scan: deferred locations, a
+// scan that read its limit, or a retry whose time has come.
 func (o *outbox) scanWanted() bool {
 	d := o.d
 	d.mu.Lock()

@@ -13,21 +13,6 @@ import (
 	"github.com/switchboard-gw/switchboard/store"
 )
 
-// gatedChat holds every send until release is closed.
-type gatedChat struct {
-	*channelstest.Adapter
-	release chan struct{}
-}
-
-func (g *gatedChat) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
-	select {
-	case <-g.release:
-	case <-ctx.Done():
-		return channels.MessageRef{}, ctx.Err()
-	}
-	return g.Adapter.Send(ctx, loc, m)
-}
-
 // scanCounter counts the outbox's scans of the store.
 type scanCounter struct {
 	gateway.Store
@@ -47,7 +32,7 @@ func (s *scanCounter) DueOutbound(ctx context.Context, channels []string, t time
 // leave them there).
 func TestRepliesBeyondTheQueuesAreDeliveredOnce(t *testing.T) {
 	fake := channelstest.New("chat", channels.Capabilities{MaxMessageLen: 4000, Dialect: channels.Plain})
-	gated := &gatedChat{Adapter: fake, release: make(chan struct{})}
+	gated := &slowChat{Adapter: fake, release: make(chan struct{})}
 	sc := &scanCounter{}
 	h := newHarnessWith(t, harnessOpts{store: func(db *store.DB) gateway.Store { sc.Store = db; return sc }}, gated)
 	h.chat = fake

@@ -12,7 +12,8 @@ import (
 	"github.com/switchboard-gw/switchboard/internal/fakemodel"
 )
 
-// slowChat holds every send to one chat until released.
+// slowChat holds every send to one chat (every chat when chat is "")
+// until released.
 type slowChat struct {
 	*channelstest.Adapter
 	chat    string
@@ -20,7 +21,7 @@ type slowChat struct {
 }
 
 func (s *slowChat) Send(ctx context.Context, loc channels.Location, m channels.Message) (channels.MessageRef, error) {
-	if loc.ChatID == s.chat {
+	if s.chat == "" || loc.ChatID == s.chat {
 		select {
 		case <-s.release:
 		case <-ctx.Done():
