@@ -383,6 +383,11 @@ func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
 				d.waiting = nil
 				<-d.sem
 			}
+			if len(d.locs) == 0 {
+				// A map keeps the buckets of its largest size: the busiest
+				// moment's locations, for as long as the process runs.
+				d.locs = map[string]*locQueue{}
+			}
 			d.mu.Unlock()
 			if rescan {
 				o.kick()

@@ -175,6 +175,16 @@ func (ws *workers) backoffWait(ctx context.Context, d time.Duration, wake <-chan
 	return sleepOrWake(ctx, d, wake)
 }
 
+// forgetLocked drops conv's worker. The last one out replaces the map: a
+// map keeps the buckets of its largest size, here the busiest moment's
+// conversations, for as long as the process runs. ws.mu held.
+func (ws *workers) forgetLocked(conv string) {
+	delete(ws.running, conv)
+	if len(ws.running) == 0 {
+		ws.running = map[string]*worker{}
+	}
+}
+
 // cancel cancels the conversation's running turn with cause, if any.
 func (ws *workers) cancel(conv string, cause error) bool {
 	ws.mu.Lock()
@@ -212,7 +222,7 @@ func (ws *workers) work(ctx context.Context, w *worker) (done bool) {
 		if done {
 			ws.mu.Lock()
 			if ws.running[w.conv] == w { // not a worker kicked since
-				delete(ws.running, w.conv)
+				ws.forgetLocked(w.conv)
 			}
 			ws.mu.Unlock()
 		}
@@ -231,7 +241,7 @@ func (ws *workers) work(ctx context.Context, w *worker) (done bool) {
 			ws.mu.Lock()
 			again := w.again
 			if !again {
-				delete(ws.running, w.conv)
+				ws.forgetLocked(w.conv)
 			}
 			ws.mu.Unlock()
 			if again && !foreign {

@@ -64,7 +64,7 @@ func encodeApprovals(as []agentcore.Approval, t time.Time) ([]approvalRow, error
 }
 
 func (db *DB) createApprovalsTx(ctx context.Context, tx *sql.Tx, rows []approvalRow) error {
-	ins := tx.StmtContext(ctx, db.stmts.insertApproval)
+	ins := db.txStmt(ctx, tx, db.stmts.insertApproval)
 	for _, r := range rows {
 		a := r.a
 		_, err := ins.ExecContext(ctx, a.ID, a.ConversationID, a.AgentID, a.ToolCallID,

@@ -89,6 +89,9 @@ type DB struct {
 	// index holds the full-text rows of the writer's current transaction
 	// (indexLater); only the writer goroutine touches it.
 	index []indexRow
+	// txStmts are the writer's current transaction's forms of the
+	// prepared statements (txStmt); only the writer goroutine touches it.
+	txStmts txStmts
 
 	// failAt, set only by this package's tests, makes a multi-step write
 	// fail at the named step (to prove it is one transaction).
@@ -367,6 +370,7 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 		return nil
 	}
 	defer db.resetIndex() // whatever the transaction's fate, its rows are done
+	defer db.txStmts.reset()
 	ok := make([]*writeReq, 0, len(batch))
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -422,7 +426,7 @@ func (db *DB) runOnce(batch []*writeReq) (again []*writeReq) {
 func (db *DB) savepointOp(tx *sql.Tx, st *sql.Stmt, query string) error {
 	var err error
 	if st != nil {
-		_, err = tx.Stmt(st).Exec()
+		_, err = db.txStmt(context.Background(), tx, st).Exec()
 	} else {
 		_, err = tx.Exec(query)
 	}
@@ -435,6 +439,7 @@ func (db *DB) writeOnce(fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer db.resetIndex()
+	defer db.txStmts.reset()
 	err = fn(tx)
 	if err == nil {
 		err = db.flushIndex(tx)
@@ -475,7 +480,7 @@ func (db *DB) flushIndex(tx *sql.Tx) error {
 	if len(db.index) == 0 {
 		return nil
 	}
-	st := tx.Stmt(db.stmts.indexMessage)
+	st := db.txStmt(context.Background(), tx, db.stmts.indexMessage)
 	for _, r := range db.index {
 		if _, err := st.Exec(r.pk, r.body); err != nil {
 			return fmt.Errorf("index message %d: %w", r.pk, err)

@@ -33,7 +33,7 @@ func (db *DB) insertOutbound(ctx context.Context, tx *sql.Tx, items []gateway.Ou
 	if len(items) == 0 {
 		return nil, nil
 	}
-	st := tx.StmtContext(ctx, db.stmts.insertOutbound)
+	st := db.txStmt(ctx, tx, db.stmts.insertOutbound)
 	ids := make([]int64, len(items))
 	for i, o := range items {
 		next, created := o.NextAt, o.Created
@@ -189,7 +189,7 @@ func (db *DB) ChatPosts(ctx context.Context, chat string, before time.Time) (str
 func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 	err := db.write(ctx, "MarkSent", func(tx *sql.Tx) error {
 		ctx := inWriter(ctx)
-		res, err := tx.StmtContext(ctx, db.stmts.markSent).ExecContext(ctx, messageID, id)
+		res, err := db.txStmt(ctx, tx, db.stmts.markSent).ExecContext(ctx, messageID, id)
 		if err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func (db *DB) MarkSent(ctx context.Context, id int64, messageID string) error {
 // (LastErr kept), so it is never due again.
 func (db *DB) Retry(ctx context.Context, id int64, next time.Time, lastErr string, permanent bool) error {
 	err := db.write(ctx, "Retry", func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, db.stmts.retryOutbound).ExecContext(ctx,
+		res, err := db.txStmt(ctx, tx, db.stmts.retryOutbound).ExecContext(ctx,
 			nanos(next), lastErr, permanent, id)
 		if err != nil {
 			return err

@@ -192,7 +192,7 @@ func (db *DB) createButtonsTx(ctx context.Context, tx *sql.Tx, bs []gateway.Butt
 		if created.IsZero() {
 			created = t
 		}
-		if _, err := tx.StmtContext(ctx, db.stmts.insertButton).ExecContext(ctx,
+		if _, err := db.txStmt(ctx, tx, db.stmts.insertButton).ExecContext(ctx,
 			b.Token, b.ApprovalID, string(b.Action), nanos(created)); err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("button %d: token already exists: %w", i, err)
@@ -238,7 +238,7 @@ func (db *DB) AddApprovalPost(ctx context.Context, p gateway.ApprovalPost) error
 }
 
 func (db *DB) addPostTx(ctx context.Context, tx *sql.Tx, p gateway.ApprovalPost) error {
-	_, err := tx.StmtContext(ctx, db.stmts.insertPost).ExecContext(ctx, p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
+	_, err := db.txStmt(ctx, tx, db.stmts.insertPost).ExecContext(ctx, p.ApprovalID, p.Location, p.MessageID, p.OutboxID)
 	return err
 }
 

@@ -45,7 +45,7 @@ func (db *DB) Bind(ctx context.Context, b gateway.Binding) error {
 		b.Created = now()
 	}
 	err := db.write(ctx, "Bind", func(tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
+		_, err := db.txStmt(ctx, tx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created))
 		return err
 	})
@@ -147,7 +147,7 @@ func (db *DB) claimItemKey(ctx context.Context, tx *sql.Tx, key string, t time.T
 	if fresh, err = db.claimDedupe(ctx, tx, key, t, ttl); err != nil || fresh {
 		return 0, fresh, err
 	}
-	if err := tx.StmtContext(ctx, db.stmts.seenKeyItem).QueryRowContext(ctx, key).Scan(&seen); err != nil {
+	if err := db.txStmt(ctx, tx, db.stmts.seenKeyItem).QueryRowContext(ctx, key).Scan(&seen); err != nil {
 		return 0, false, fmt.Errorf("read dedupe key %q: %w", key, err)
 	}
 	return seen, false, nil
@@ -160,7 +160,7 @@ func (db *DB) insertKeyedItem(ctx context.Context, tx *sql.Tx, it gateway.Item, 
 		return 0, err
 	}
 	if key != "" {
-		if _, err := tx.StmtContext(ctx, db.stmts.keyItem).ExecContext(ctx, id, key); err != nil {
+		if _, err := db.txStmt(ctx, tx, db.stmts.keyItem).ExecContext(ctx, id, key); err != nil {
 			return 0, fmt.Errorf("record dedupe key %q: %w", key, err)
 		}
 	}
@@ -172,10 +172,10 @@ func (db *DB) insertKeyedItem(ctx context.Context, tx *sql.Tx, it gateway.Item, 
 func (db *DB) claimDedupe(ctx context.Context, tx *sql.Tx, key string, t time.Time, ttl time.Duration) (bool, error) {
 	// The purge is an index range scan on expires: amortized, each row is
 	// deleted once, and a live row for key is never touched.
-	if _, err := tx.StmtContext(ctx, db.stmts.purgeDedupe).ExecContext(ctx, nanos(t)); err != nil {
+	if _, err := db.txStmt(ctx, tx, db.stmts.purgeDedupe).ExecContext(ctx, nanos(t)); err != nil {
 		return false, fmt.Errorf("purge dedupe keys: %w", err)
 	}
-	res, err := tx.StmtContext(ctx, db.stmts.claimDedupe).ExecContext(ctx, key, nanos(t.Add(ttl)))
+	res, err := db.txStmt(ctx, tx, db.stmts.claimDedupe).ExecContext(ctx, key, nanos(t.Add(ttl)))
 	if err != nil {
 		return false, fmt.Errorf("record dedupe key %q: %w", key, err)
 	}
@@ -196,7 +196,7 @@ func (db *DB) insertItem(ctx context.Context, tx *sql.Tx, it gateway.Item, t tim
 		payload = []byte{} // nil binds as NULL
 	}
 	var id int64
-	err := tx.StmtContext(ctx, db.stmts.insertItem).QueryRowContext(ctx,
+	err := db.txStmt(ctx, tx, db.stmts.insertItem).QueryRowContext(ctx,
 		it.ConversationID, it.AgentID, string(it.Kind), it.Location, payload, nanos(created), channelOf(it.Location)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert item: %w", err)
@@ -258,7 +258,7 @@ func (db *DB) Peek(ctx context.Context, conversationID string, channels []string
 			return it, nil
 		}
 		err = db.write(ctx, "Peek", func(tx *sql.Tx) error {
-			return tx.StmtContext(ctx, db.stmts.takeItem).QueryRowContext(ctx, it.ID).Scan(&it.Attempts)
+			return db.txStmt(ctx, tx, db.stmts.takeItem).QueryRowContext(ctx, it.ID).Scan(&it.Attempts)
 		})
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // completed since it was read: look again
@@ -284,7 +284,7 @@ func (db *DB) Complete(ctx context.Context, id int64) error {
 }
 
 func (db *DB) completeItem(ctx context.Context, tx *sql.Tx, id int64, t time.Time) error {
-	res, err := tx.StmtContext(ctx, db.stmts.completeItem).ExecContext(ctx, nanos(t), id)
+	res, err := db.txStmt(ctx, tx, db.stmts.completeItem).ExecContext(ctx, nanos(t), id)
 	if err != nil {
 		return err
 	}
@@ -397,7 +397,7 @@ func (db *DB) Rebind(ctx context.Context, b gateway.Binding, afterID int64) erro
 		b.Created = now()
 	}
 	err := db.write(ctx, "Rebind", func(tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
+		if _, err := db.txStmt(ctx, tx, db.stmts.bind).ExecContext(ctx,
 			b.Location, b.AgentID, b.ConversationID, nanos(b.Created)); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func (db *DB) TakeItem(ctx context.Context, id int64, conversationID, owner stri
 	err := db.write(ctx, "TakeItem", func(tx *sql.Tx) error {
 		ctx := inWriter(ctx)
 		t := now()
-		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
+		res, err := db.txStmt(ctx, tx, db.stmts.acquireLease).ExecContext(ctx,
 			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
 		if err != nil {
 			return err
@@ -32,7 +32,7 @@ func (db *DB) TakeItem(ctx context.Context, id int64, conversationID, owner stri
 			leased = false
 			return err
 		}
-		err = tx.StmtContext(ctx, db.stmts.takeQueued).QueryRowContext(ctx, id, conversationID).Scan(&attempts)
+		err = db.txStmt(ctx, tx, db.stmts.takeQueued).QueryRowContext(ctx, id, conversationID).Scan(&attempts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no unfinished queue item %d in conversation %s: %w", id, conversationID, gateway.ErrNotFound)
 		}
@@ -151,7 +151,7 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 		ctx := inWriter(ctx)
 		used, id, enqueued = b, 0, false
 		var created int64
-		err := tx.StmtContext(ctx, db.stmts.bindingForUpdate).QueryRowContext(ctx, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
+		err := db.txStmt(ctx, tx, db.stmts.bindingForUpdate).QueryRowContext(ctx, b.Location).Scan(&used.Location, &used.AgentID, &used.ConversationID, &created)
 		bound := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -172,11 +172,11 @@ func (db *DB) EnqueueNew(ctx context.Context, conv agentcore.Conversation, b gat
 			if err := db.ensureAgent(ctx, tx, conv.AgentID); err != nil {
 				return err
 			}
-			if _, err := tx.StmtContext(ctx, db.stmts.insertConversation).ExecContext(ctx,
+			if _, err := db.txStmt(ctx, tx, db.stmts.insertConversation).ExecContext(ctx,
 				conv.ID, conv.AgentID, nanos(conv.Created), nanos(conv.Updated)); err != nil {
 				return fmt.Errorf("create conversation %s: %w", conv.ID, err)
 			}
-			if _, err := tx.StmtContext(ctx, db.stmts.bind).ExecContext(ctx,
+			if _, err := db.txStmt(ctx, tx, db.stmts.bind).ExecContext(ctx,
 				used.Location, used.AgentID, used.ConversationID, nanos(used.Created)); err != nil {
 				return fmt.Errorf("bind: %w", err)
 			}

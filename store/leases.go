@@ -32,7 +32,7 @@ func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, tt
 	var ok bool
 	err := db.write(ctx, "AcquireLease", func(tx *sql.Tx) error {
 		t := now()
-		res, err := tx.StmtContext(ctx, db.stmts.acquireLease).ExecContext(ctx,
+		res, err := db.txStmt(ctx, tx, db.stmts.acquireLease).ExecContext(ctx,
 			conversationID, owner, nanos(t.Add(ttl)), nanos(t))
 		if err != nil {
 			return err
@@ -53,7 +53,7 @@ func (db *DB) AcquireLease(ctx context.Context, conversationID, owner string, tt
 func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl time.Duration) (bool, error) {
 	var ok bool
 	err := db.write(ctx, "RenewLease", func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, db.stmts.renewLease).ExecContext(ctx,
+		res, err := db.txStmt(ctx, tx, db.stmts.renewLease).ExecContext(ctx,
 			nanos(now().Add(ttl)), conversationID, owner)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func (db *DB) RenewLease(ctx context.Context, conversationID, owner string, ttl 
 // hold is a no-op.
 func (db *DB) ReleaseLease(ctx context.Context, conversationID, owner string) error {
 	err := db.write(ctx, "ReleaseLease", func(tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, db.stmts.releaseLease).ExecContext(ctx, conversationID, owner)
+		_, err := db.txStmt(ctx, tx, db.stmts.releaseLease).ExecContext(ctx, conversationID, owner)
 		return err
 	})
 	if err != nil {

@@ -25,11 +25,11 @@ func (db *DB) setPromptTx(ctx context.Context, tx *sql.Tx, conversationID, promp
 	hash := ""
 	if prompt != "" {
 		hash = promptHash(prompt)
-		if _, err := tx.StmtContext(ctx, db.stmts.insertPrompt).ExecContext(ctx, hash, prompt); err != nil {
+		if _, err := db.txStmt(ctx, tx, db.stmts.insertPrompt).ExecContext(ctx, hash, prompt); err != nil {
 			return fmt.Errorf("store prompt: %w", err)
 		}
 	}
-	res, err := tx.StmtContext(ctx, db.stmts.setPrompt).ExecContext(ctx, hash, revision, conversationID)
+	res, err := db.txStmt(ctx, tx, db.stmts.setPrompt).ExecContext(ctx, hash, revision, conversationID)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (db *DB) StartRun(ctx context.Context, r agentcore.Run) error {
 }
 
 func (db *DB) startRunTx(ctx context.Context, tx *sql.Tx, r agentcore.Run) error {
-	_, err := tx.StmtContext(ctx, db.stmts.startRun).ExecContext(ctx,
+	_, err := db.txStmt(ctx, tx, db.stmts.startRun).ExecContext(ctx,
 		r.ID, r.ConversationID, r.TurnID, r.Step, r.Model, string(r.StopReason),
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
 		r.Error, nanos(r.Started), nanos(r.Finished))
@@ -68,7 +68,7 @@ func (db *DB) FinishRun(ctx context.Context, r agentcore.Run) error {
 		r.Finished = now()
 	}
 	err := db.write(ctx, "FinishRun", func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, db.stmts.finishRun).ExecContext(ctx,
+		res, err := db.txStmt(ctx, tx, db.stmts.finishRun).ExecContext(ctx,
 			r.Model, r.Model, string(r.StopReason),
 			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CachedTokens, r.Usage.Reported,
 			r.Error, nanos(r.Finished), r.ID)
@@ -140,7 +140,7 @@ func (db *DB) MarkToolStarted(ctx context.Context, conversationID, toolCallID st
 }
 
 func (db *DB) markToolTx(ctx context.Context, tx *sql.Tx, conversationID, toolCallID string, t time.Time) error {
-	_, err := tx.StmtContext(ctx, db.stmts.markTool).ExecContext(ctx, conversationID, toolCallID, nanos(t))
+	_, err := db.txStmt(ctx, tx, db.stmts.markTool).ExecContext(ctx, conversationID, toolCallID, nanos(t))
 	if isForeignKey(err) {
 		return fmt.Errorf("conversation %s: %w", conversationID, ErrNotFound)
 	}

@@ -197,10 +197,10 @@ func (db *DB) SetSetting(ctx context.Context, scope, key, value string) error {
 
 func (db *DB) setSettingTx(ctx context.Context, tx *sql.Tx, scope, key, value string, t time.Time) error {
 	if value == "" {
-		_, err := tx.StmtContext(ctx, db.stmts.deleteSetting).ExecContext(ctx, scope, key)
+		_, err := db.txStmt(ctx, tx, db.stmts.deleteSetting).ExecContext(ctx, scope, key)
 		return err
 	}
-	_, err := tx.StmtContext(ctx, db.stmts.upsertSetting).ExecContext(ctx, scope, key, value, nanos(t))
+	_, err := db.txStmt(ctx, tx, db.stmts.upsertSetting).ExecContext(ctx, scope, key, value, nanos(t))
 	return err
 }
 

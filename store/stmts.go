@@ -169,3 +169,38 @@ func (s *stmts) close() error {
 	s.all = nil
 	return errors.Join(errs...)
 }
+
+// txStmts memoizes the writer transaction's forms of the prepared
+// statements. Tx.StmtContext makes a new statement on every call and
+// registers it with the pool (a map entry per call, released at commit):
+// a grouped transaction of a hundred turns made a thousand of them, and
+// the pool's maps kept the size of the largest group.
+type txStmts struct {
+	tx *sql.Tx
+	m  map[*sql.Stmt]*sql.Stmt
+}
+
+// txStmt returns st's form in the writer's transaction tx, made once per
+// transaction. Only the writer goroutine calls it (from write functions).
+func (db *DB) txStmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	t := &db.txStmts
+	if t.tx != tx {
+		t.reset()
+		t.tx = tx
+	}
+	if s, ok := t.m[st]; ok {
+		return s
+	}
+	if t.m == nil {
+		t.m = make(map[*sql.Stmt]*sql.Stmt, 16)
+	}
+	s := tx.StmtContext(ctx, st)
+	t.m[st] = s
+	return s
+}
+
+// reset forgets the transaction's statements (it ended: they are closed).
+func (t *txStmts) reset() {
+	t.tx = nil
+	clear(t.m)
+}

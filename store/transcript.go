@@ -29,7 +29,7 @@ func (db *DB) EnsureAgent(ctx context.Context, agentID string) error {
 }
 
 func (db *DB) ensureAgent(ctx context.Context, tx *sql.Tx, agentID string) error {
-	_, err := tx.StmtContext(ctx, db.stmts.ensureAgent).ExecContext(ctx, agentID, nanos(now()))
+	_, err := db.txStmt(ctx, tx, db.stmts.ensureAgent).ExecContext(ctx, agentID, nanos(now()))
 	return err
 }
 
@@ -55,7 +55,7 @@ func (db *DB) CreateConversation(ctx context.Context, c agentcore.Conversation) 
 		if err := db.ensureAgent(ctx, tx, c.AgentID); err != nil {
 			return err
 		}
-		_, err := tx.StmtContext(ctx, db.stmts.insertConversation).ExecContext(ctx,
+		_, err := db.txStmt(ctx, tx, db.stmts.insertConversation).ExecContext(ctx,
 			c.ID, c.AgentID, nanos(c.Created), nanos(c.Updated))
 		if isUnique(err) {
 			return fmt.Errorf("conversation already exists: %w", err)
@@ -236,7 +236,7 @@ func encodeMessages(conversationID string, msgs []agentcore.Message, t time.Time
 // does not exist.
 func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b messageBatch) error {
 	var lastSeq, lastPos int64
-	err := tx.StmtContext(ctx, db.stmts.appendHead).QueryRowContext(ctx, conversationID).Scan(&lastSeq, &lastPos)
+	err := db.txStmt(ctx, tx, db.stmts.appendHead).QueryRowContext(ctx, conversationID).Scan(&lastSeq, &lastPos)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -246,8 +246,8 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b
 	if len(b.out) == 0 {
 		return nil
 	}
-	insMsg := tx.StmtContext(ctx, db.stmts.insertMessage)
-	insView := tx.StmtContext(ctx, db.stmts.appendView)
+	insMsg := db.txStmt(ctx, tx, db.stmts.insertMessage)
+	insView := db.txStmt(ctx, tx, db.stmts.appendView)
 	for i := range b.out {
 		m := &b.out[i]
 		m.Seq = lastSeq + int64(i) + 1
@@ -272,7 +272,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, conversationID string, b
 			return fmt.Errorf("add message %s to view: %w", m.ID, err)
 		}
 	}
-	_, err = tx.StmtContext(ctx, db.stmts.touchConversation).ExecContext(ctx, nanos(b.t), conversationID)
+	_, err = db.txStmt(ctx, tx, db.stmts.touchConversation).ExecContext(ctx, nanos(b.t), conversationID)
 	return err
 }
 

@@ -67,7 +67,7 @@ func (db *DB) commitTurnTx(ctx context.Context, tx *sql.Tx, b turnBatch) error {
 	w := b.w
 	if w.Owner != "" {
 		var one int
-		err := tx.StmtContext(ctx, db.stmts.holdsLease).QueryRowContext(ctx, w.ConversationID, w.Owner).Scan(&one)
+		err := db.txStmt(ctx, tx, db.stmts.holdsLease).QueryRowContext(ctx, w.ConversationID, w.Owner).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%s does not hold the lease: %w", w.Owner, agentcore.ErrLeaseLost)
 		}
@@ -103,7 +103,7 @@ func (db *DB) commitTurnTx(ctx context.Context, tx *sql.Tx, b turnBatch) error {
 		}
 	}
 	if w.Release {
-		if _, err := tx.StmtContext(ctx, db.stmts.releaseLease).ExecContext(ctx, w.ConversationID, w.Owner); err != nil {
+		if _, err := db.txStmt(ctx, tx, db.stmts.releaseLease).ExecContext(ctx, w.ConversationID, w.Owner); err != nil {
 			return fmt.Errorf("release lease: %w", err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"modernc.org/libc"
 )
 
 // memDetail says where the anonymous memory is: the Go runtime's classes
@@ -49,6 +51,10 @@ func memDetail() string {
 	}
 	in, out := anonSplit()
 	fmt.Fprintf(&b, "anon in Go arenas %.2f MiB, outside %.2f MiB", float64(in)/(1<<20), float64(out)/(1<<20))
+	// Zero unless built with -tags memory.counters.
+	if st := libc.MemStat(); st.Mmaps > 0 {
+		fmt.Fprintf(&b, ", libc allocator: %.2f MiB mapped in %d regions, %d allocations", float64(st.Bytes)/(1<<20), st.Mmaps, st.Allocs)
+	}
 	return b.String()
 }
 

@@ -121,6 +121,10 @@ func phaseIdle(dir, modelURL string, c config) error {
 		time.Sleep(c.idleWait)
 		st.transport.CloseIdleConnections()
 		idle[round] = settle(fresh.Goroutines)
+		if round == 0 {
+			// What the idle conversations hold, while the stack still runs.
+			writeHeapProfile(c.memprofile, "idle-held")
+		}
 		debug.FreeOSMemory()
 		freed := sampleMem()
 		n := (round + 1) * c.idle
