@@ -72,9 +72,10 @@ type Deps struct {
 // use by several conversations; a conversation runs one turn at a time,
 // enforced by its lease.
 type Agent struct {
-	cfg  Config
-	deps Deps
-	over *overrides
+	cfg    Config
+	deps   Deps
+	over   *overrides
+	gitDir *gitDirCache
 }
 
 // New returns an Agent.
@@ -111,7 +112,7 @@ func New(cfg Config, deps Deps) *Agent {
 	if deps.Env.Redactor == nil {
 		deps.Env.Redactor = sandbox.NewRedactor()
 	}
-	return &Agent{cfg: cfg, deps: deps, over: &overrides{}}
+	return &Agent{cfg: cfg, deps: deps, over: &overrides{}, gitDir: &gitDirCache{}}
 }
 
 // ID returns the agent's id.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/sandbox"
@@ -258,7 +259,7 @@ func stripModeChange(rem string) string {
 // timeout, and is left out when that fails. It never fails the turn.
 func (t *turn) gitFacts(ctx context.Context) string {
 	env := &t.a.deps.Env
-	gitDir := findGitDir(env.Workspace)
+	gitDir := t.a.gitDir.find(env.Workspace, t.a.deps.Now())
 	if gitDir == "" {
 		return ""
 	}
@@ -267,6 +268,32 @@ func (t *turn) gitFacts(ctx context.Context) string {
 		lines = append(lines, "status (git status --porcelain=v1 -b):", status)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// gitDirCacheFor is how long an agent reuses where its workspace's git
+// directory is (or that there is none): looking it up stats .git in every
+// directory up to the root, a fiftieth of a turn's CPU at saturation
+// outside a repository. A `git init` shows in the reminder within it.
+const gitDirCacheFor = 2 * time.Second
+
+// gitDirCache remembers an agent's last findGitDir.
+type gitDirCache struct {
+	mu        sync.Mutex
+	workspace string
+	dir       string
+	at        time.Time
+}
+
+// find returns findGitDir(workspace), looked up at most every
+// gitDirCacheFor.
+func (c *gitDirCache) find(workspace string, now time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.workspace == workspace && !c.at.IsZero() && now.Sub(c.at) >= 0 && now.Sub(c.at) < gitDirCacheFor {
+		return c.dir
+	}
+	c.workspace, c.dir, c.at = workspace, findGitDir(workspace), now
+	return c.dir
 }
 
 // findGitDir returns the git directory of the repository holding dir, or "".

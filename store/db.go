@@ -32,11 +32,15 @@ const (
 	// faster than two (bench/gatewayload), and each holds its own page cache,
 	// schema and prepared statements.
 	readConns = 2
-	// cacheKiB is sqlite's page cache per connection: its default (2 MiB)
-	// on five connections was 10 MiB that a growing database fills and
-	// keeps; the file's pages stay in the OS's cache anyway, and a quarter
-	// of it measured no slower (bench/gatewayload).
-	cacheKiB = 512
+	// cacheKiB is the writer's page cache. Its working set is the leaves
+	// of the tables keyed by conversation (view, leases, runs, queue,
+	// conversations) that a busy gateway's conversations touch: at 512 KiB
+	// a twentieth of the gateway's CPU at saturation was the writer
+	// reading pages back (pread) that it had just evicted; 1 MiB took
+	// most of that (phase a, about +7% turns/s, alternated), 2 MiB little
+	// more for twice the memory: each 4 KiB page is an 8 KiB slot of
+	// modernc's allocator, which keeps what it held resident.
+	cacheKiB = 1024
 	// readCacheKiB is the page cache of each read connection. sqlite
 	// empties a connection's cache whenever another connection wrote
 	// since its last read (WAL), so under any write load a reader's cache

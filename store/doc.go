@@ -36,7 +36,7 @@
 // transactions end to end; Stats counts them by method. System prompts are
 // stored once per distinct text (prompts.go).
 //
-// Memory: besides sqlite's page cache per connection (512 KiB on the one
+// Memory: besides sqlite's page cache per connection (1 MiB on the one
 // writer, 128 KiB on each of at most two readers, whose caches sqlite
 // empties after every write anyway) and the writer's statement journal
 // (in memory: the pages one grouped request changed), a DB keeps the
