@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,11 +18,14 @@ import (
 type scanCounter struct {
 	gateway.Store
 	scans atomic.Int64
+	rows  atomic.Int64 // items the scans read
 }
 
-func (s *scanCounter) DueOutbound(ctx context.Context, channels []string, t time.Time, limit int) ([]gateway.Outbound, error) {
+func (s *scanCounter) DueOutboundAfter(ctx context.Context, channels []string, t time.Time, after int64, limit int) ([]gateway.Outbound, error) {
 	s.scans.Add(1)
-	return s.Store.DueOutbound(ctx, channels, t, limit)
+	items, err := s.Store.DueOutboundAfter(ctx, channels, t, after, limit)
+	s.rows.Add(int64(len(items)))
+	return items, err
 }
 
 // Replies produced faster than the platform takes them (here it takes
@@ -29,7 +33,8 @@ func (s *scanCounter) DueOutbound(ctx context.Context, channels []string, t time
 // in the store. Every one is delivered, each chat getting its two, and
 // while the queues are full the outbox does not scan the store for every
 // reply offered or chat delivered (each scan would read 500 items only to
-// leave them there).
+// leave them there), nor, once they have room, read again what the queues
+// hold.
 func TestRepliesBeyondTheQueuesAreDeliveredOnce(t *testing.T) {
 	fake := channelstest.New("chat", channels.Capabilities{MaxMessageLen: 4000, Dialect: channels.Plain})
 	gated := &slowChat{Adapter: fake, release: make(chan struct{})}
@@ -59,8 +64,15 @@ func TestRepliesBeyondTheQueuesAreDeliveredOnce(t *testing.T) {
 	if n := sc.scans.Load() - before; n > 3 {
 		t.Errorf("%d scans while %d replies were offered to full queues, want at most 3 (the ticks')", n, chats*per-full)
 	}
+	read := sc.rows.Load()
 	close(gated.release)
 	eventually(t, "every reply delivered", func() bool { return len(fake.Sent()) >= chats*per })
+	// The scans read on from where the last one stopped: the items the
+	// queues hold are not read again by every scan (before the cursor,
+	// 135 scans read 49,000 items here, each the oldest 500 unsent).
+	if n := sc.rows.Load() - read; n > 2*chats*per {
+		t.Errorf("scans read %d items while the %d replies were delivered, want at most %d", n, chats*per, 2*chats*per)
+	}
 	got := map[string]int{}
 	for _, r := range fake.Sent() {
 		got[r.Location.ChatID]++
@@ -111,5 +123,56 @@ func TestBacklogInTheStoreIsDeliveredWhole(t *testing.T) {
 		if g := fmt.Sprint(got[fmt.Sprintf("c%d", c)]); g != want {
 			t.Fatalf("chat c%d got %s, want %s (each once, in order)", c, g, want)
 		}
+	}
+}
+
+// A send that failed waits for its retry time while other chats' replies
+// move the scans' cursor past it: it is still retried at its time, once.
+// (Its chat's next reply does not wait for it, as before the cursor.)
+func TestRetryBelowTheCursorIsDelivered(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.chat.SetCapabilities(channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain}) // every reply an outbox send
+	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: 1500 * time.Millisecond})
+	h.send(inbound("first", "alice", "/help", dm))
+	eventually(t, "the first reply failed", func() bool {
+		for _, r := range h.chat.Records() {
+			if r.Op == channelstest.OpSend && r.Err != nil {
+				return true
+			}
+		}
+		return false
+	})
+	// Many replies elsewhere, delivered while the first waits: every scan
+	// reads past it.
+	const others = 300
+	for i := range others {
+		h.send(inbound(fmt.Sprintf("o%d", i), "alice", "/help", channels.Location{Channel: "chat", Account: "bot", ChatID: fmt.Sprintf("dm-%d", i)}))
+	}
+	h.send(inbound("second", "alice", "/whoami", dm))
+	eventually(t, "every reply delivered", func() bool {
+		n := 0
+		for _, r := range h.chat.Sent() {
+			if r.Location.ChatID == dm.ChatID {
+				n++
+			}
+		}
+		return n >= 2 && len(h.chat.Sent()) >= others+2
+	})
+	var mine []string
+	for _, r := range h.chat.Sent() {
+		if r.Location.ChatID == dm.ChatID {
+			mine = append(mine, r.Message.Markdown())
+		}
+	}
+	help, unknown := 0, 0
+	for _, m := range mine {
+		if strings.HasPrefix(m, "Unknown command /whoami") {
+			unknown++
+		} else if strings.HasPrefix(m, "**Commands**") {
+			help++
+		}
+	}
+	if len(mine) != 2 || help != 1 || unknown != 1 {
+		t.Fatalf("dm got %q; want the retried /help reply and the /whoami reply, each once", mine)
 	}
 }

@@ -217,6 +217,9 @@ type Outbox interface {
 	// DueOutbound returns unsent items of the given channels (nil: any)
 	// whose NextAt has come, oldest first.
 	DueOutbound(ctx context.Context, channels []string, now time.Time, limit int) ([]Outbound, error)
+	// DueOutboundAfter is DueOutbound of the items whose id is above
+	// after (the outbox's scan cursor).
+	DueOutboundAfter(ctx context.Context, channels []string, now time.Time, after int64, limit int) ([]Outbound, error)
 	// OutboundItem returns one item.
 	OutboundItem(ctx context.Context, id int64) (Outbound, error)
 	// MarkSent records success and the platform message id.

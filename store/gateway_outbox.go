@@ -86,7 +86,7 @@ const (
 		(kind, location, message_id, edit_of, body, next_at, created, channel, user_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	qDueOutbound = `SELECT ` + outboundColumns + ` FROM outbox
-		WHERE sent = 0 AND next_at <= ?1
+		WHERE sent = 0 AND next_at <= ?1 AND id > ?4
 		  AND (?3 IS NULL OR channel IN (SELECT value FROM json_each(?3)))
 		ORDER BY id LIMIT ?2`
 	qMarkSent = `UPDATE outbox SET sent = 1,
@@ -111,7 +111,12 @@ func scanOutbound(s scanner) (gateway.Outbound, error) {
 // DueOutbound returns unsent items of channels (nil: any) whose NextAt is
 // at or before now, in id order; limit <= 0 means all.
 func (db *DB) DueOutbound(ctx context.Context, channels []string, t time.Time, limit int) ([]gateway.Outbound, error) {
-	rows, err := db.stmts.dueOutbound.QueryContext(ctx, nanos(t), limitArg(limit), channelsArg(channels))
+	return db.DueOutboundAfter(ctx, channels, t, 0, limit)
+}
+
+// DueOutboundAfter is DueOutbound of the items whose id is above after.
+func (db *DB) DueOutboundAfter(ctx context.Context, channels []string, t time.Time, after int64, limit int) ([]gateway.Outbound, error) {
+	rows, err := db.stmts.dueOutbound.QueryContext(ctx, nanos(t), limitArg(limit), channelsArg(channels), after)
 	if err != nil {
 		return nil, fmt.Errorf("due outbound items: %w", err)
 	}
