@@ -553,7 +553,7 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 	st := o.env.opts.Store
 	// The item may have been delivered since the round read it (by the
 	// location's previous goroutine): never send twice.
-	if cur, err := st.OutboundItem(ctx, it.ID); err != nil || cur.Sent {
+	if sent, err := st.OutboundSent(ctx, it.ID); err != nil || sent {
 		return err == nil
 	}
 	loc, err := channels.ParseLocation(it.Location)

@@ -222,6 +222,9 @@ type Outbox interface {
 	DueOutboundAfter(ctx context.Context, channels []string, now time.Time, after int64, limit int) ([]Outbound, error)
 	// OutboundItem returns one item.
 	OutboundItem(ctx context.Context, id int64) (Outbound, error)
+	// OutboundSent reports whether an item is marked sent (the check
+	// before each delivery, without reading its body).
+	OutboundSent(ctx context.Context, id int64) (bool, error)
 	// MarkSent records success and the platform message id.
 	MarkSent(ctx context.Context, id int64, messageID string) error
 	// Retry records a failure and when to try again; permanent failures

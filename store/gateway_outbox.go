@@ -147,6 +147,20 @@ func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, err
 	return o, nil
 }
 
+// OutboundSent reports whether an item is marked sent, or an error
+// wrapping gateway.ErrNotFound.
+func (db *DB) OutboundSent(ctx context.Context, id int64) (bool, error) {
+	var sent bool
+	err := db.stmts.outboundSent.QueryRowContext(pointRead(ctx), id).Scan(&sent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("outbound item %d: %w", id, gateway.ErrNotFound)
+	}
+	if err != nil {
+		return false, fmt.Errorf("outbound item %d: %w", id, err)
+	}
+	return sent, nil
+}
+
 // ChatPosts says what the outbox has on record as posted in chat (a
 // location without its thread) and its threads; see gateway.ChatPosts.
 // It reads the whole outbox (it has no index by location): it runs only

@@ -70,6 +70,7 @@ type stmts struct {
 	dueOutbound     *sql.Stmt
 	peekItem        *sql.Stmt
 	outboundItem    *sql.Stmt
+	outboundSent    *sql.Stmt
 	paired          *sql.Stmt
 	settings        *sql.Stmt
 	settingsVersion *sql.Stmt
@@ -140,6 +141,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.startedToolCall, `SELECT 1 FROM tool_started WHERE conversation_id = ? AND tool_call_id = ?`},
 		{r, &s.dueOutbound, qDueOutbound},
 		{r, &s.outboundItem, `SELECT ` + outboundColumns + ` FROM outbox WHERE id = ?`},
+		{r, &s.outboundSent, `SELECT sent FROM outbox WHERE id = ?`},
 		{r, &s.paired, `SELECT COUNT(*) FROM paired_users WHERE channel = ? AND user_id = ?`},
 		{r, &s.settings, `SELECT key, value FROM settings WHERE scope = ?`},
 		{r, &s.settingsVersion, `SELECT n FROM settings_version WHERE id = 1`},

@@ -126,6 +126,20 @@ func testOutboxMarkSent(t *testing.T, s gateway.Store) {
 	}
 	check(t, "due after MarkSent", due(t, s, time.Now().Add(time.Hour), 0), []int64{ids[1]})
 	wantNotFound(t, "MarkSent of an unknown id", s.MarkSent(ctx, ids[1]+1000, "msg-x"))
+	for i, want := range []bool{true, false} {
+		if sent, err := s.OutboundSent(ctx, ids[i]); err != nil || sent != want {
+			t.Errorf("OutboundSent(%d) = %v, %v; want %v", ids[i], sent, err, want)
+		}
+	}
+	_, err := s.OutboundSent(ctx, ids[1]+1000)
+	wantNotFound(t, "OutboundSent of an unknown id", err)
+	// DueOutboundAfter reads only the items after its id.
+	if got, err := s.DueOutboundAfter(ctx, nil, time.Now().Add(time.Hour), ids[0], 0); err != nil || len(got) != 1 || got[0].ID != ids[1] {
+		t.Errorf("DueOutboundAfter(%d) = %+v, %v; want item %d", ids[0], got, err, ids[1])
+	}
+	if got, err := s.DueOutboundAfter(ctx, nil, time.Now().Add(time.Hour), ids[1], 0); err != nil || len(got) != 0 {
+		t.Errorf("DueOutboundAfter(%d) = %+v, %v; want none", ids[1], got, err)
+	}
 
 	// An edit that succeeds keeps the message id it targeted.
 	edit := gateway.Outbound{Kind: gateway.OutboundEdit, Location: "telegram:4242", MessageID: "msg-1", Body: []byte(`{}`)}
