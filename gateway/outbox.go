@@ -231,9 +231,9 @@ type delivery struct {
 	// the chat takes their messages, 93% of the rows scans read
 	// (bench/gatewayload -phases park). Whatever leaves an item to a
 	// later scan (a deferral, a busy location's newer item, a failed
-	// delivery, an item not due yet) lowers it below that item (lower);
-	// the periodic quiet scan and a retry whose time came read from the
-	// start.
+	// delivery, an item not due yet) lowers it below that item
+	// (lowerLocked); the periodic scan reads from the start, and a retry
+	// whose time came from below it.
 	from int64
 	// lowered is the lowest cursor lower set while a scan read the store.
 	lowered int64
@@ -435,9 +435,9 @@ func (o *outbox) drain(ctx context.Context, loc string, q *locQueue) {
 	}
 }
 
-// deliverDue scans the due items and hands each location's to its
-// goroutine; a location being delivered already gets a scan when it is
-// done, so nothing it has not been handed waits for the next tick.
+// deliverDue scans the due items after the cursor (or all, fromStart) and
+// hands each location's to its goroutine; a location being delivered
+// already gets the ones newer than what it holds, after them.
 func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 	d := o.d
 	d.mu.Lock()
