@@ -238,10 +238,19 @@ type delivery struct {
 	// lowered is the lowest cursor lower set while a scan read the store.
 	lowered int64
 	// later are this process's items not due yet (a retry, a chat's rate
-	// limit) by id, with their time: the scan at that time reads from
-	// below them. At most maxDeferred; past that the periodic scan from
-	// the start finds them.
-	later map[int64]time.Time
+	// limit) by id: the scan at their time reads from below them. Until
+	// then their locations (laterLocs counts them) are held: a chat's
+	// next message does not overtake one that waits out a retry. At most
+	// maxDeferred; past that the periodic scan from the start finds them
+	// and their locations are not held.
+	later     map[int64]laterItem
+	laterLocs map[string]int
+}
+
+// laterItem is an item not due yet: its time and location.
+type laterItem struct {
+	at  time.Time
+	loc string
 }
 
 // maxDeferred bounds the locations remembered as deferred; maxQueued the
@@ -298,10 +307,11 @@ func (o *outbox) offer(items []Outbound) {
 		if it.NextAt.After(now) {
 			// Not due yet (a chat's rate limit holds it): the scan
 			// delivers it when it is.
-			o.laterLocked(it.ID, it.NextAt)
+			o.laterLocked(it.ID, it.Location, it.NextAt)
 			continue
 		}
 		_, deferred := d.deferred[it.Location]
+		deferred = deferred || d.laterLocs[it.Location] > 0
 		if d.ctx == nil || d.flooded != 0 || deferred || !o.handLocked(it.Location, []Outbound{it}) {
 			o.deferLocked(it.Location, it.ID)
 			rest = true
@@ -451,18 +461,21 @@ func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 	if !d.retryAt.IsZero() && !now.Before(d.retryAt) {
 		// The items whose time came may be below the cursor.
 		d.retryAt = time.Time{}
-		for id, at := range d.later {
-			if now.Before(at) {
-				if d.retryAt.IsZero() || at.Before(d.retryAt) {
-					d.retryAt = at
+		for id, l := range d.later {
+			if now.Before(l.at) {
+				if d.retryAt.IsZero() || l.at.Before(d.retryAt) {
+					d.retryAt = l.at
 				}
 				continue
 			}
 			start, came = min(start, id-1), max(came, id)
 			delete(d.later, id)
+			if d.laterLocs[l.loc]--; d.laterLocs[l.loc] <= 0 {
+				delete(d.laterLocs, l.loc)
+			}
 		}
 		if len(d.later) == 0 {
-			d.later = nil
+			d.later, d.laterLocs = nil, nil
 		}
 	}
 	d.lowered = math.MaxInt64
@@ -512,6 +525,12 @@ func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 	handedAll := true
 	for _, loc := range order {
 		its := byLoc[loc]
+		if d.laterLocs[loc] > 0 {
+			// An item of it waits out its retry: the rest wait for it.
+			o.deferLocked(loc, its[0].ID)
+			cursor = min(cursor, its[0].ID-1)
+			continue
+		}
 		if q, busy := d.locs[loc]; busy {
 			// Its goroutine holds the items up to maxID; the newer ones
 			// (offered while it was deferred, an edit by the decide path,
@@ -537,7 +556,7 @@ func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 		// Deferred locations the scan did not see have nothing due (a
 		// failed item waits for its retry time, as before).
 		for loc := range d.deferred {
-			if _, ok := byLoc[loc]; !ok {
+			if _, ok := byLoc[loc]; !ok && d.laterLocs[loc] == 0 {
 				clear(loc)
 			}
 		}
@@ -602,7 +621,7 @@ func (o *outbox) deliver(ctx context.Context, it Outbound) bool {
 				return true
 			}
 			if !orig.Sent {
-				o.retryLater(ctx, it.ID, o.env.now().Add(time.Second), "waiting for the message to be sent")
+				o.retryLater(ctx, it, o.env.now().Add(time.Second), "waiting for the message to be sent")
 				return false
 			}
 			target = orig.MessageID
@@ -677,30 +696,37 @@ func (o *outbox) failed(ctx context.Context, it Outbound, err error) bool {
 		_ = st.Retry(context.WithoutCancel(ctx), it.ID, time.Time{}, err.Error(), true)
 		return true
 	}
-	o.retryLater(context.WithoutCancel(ctx), it.ID, o.env.now().Add(wait), err.Error())
+	o.retryLater(context.WithoutCancel(ctx), it, o.env.now().Add(wait), err.Error())
 	return false
 }
 
 // retryLater schedules an item's next attempt and makes the loop scan when
 // it comes due.
-func (o *outbox) retryLater(ctx context.Context, id int64, at time.Time, why string) {
-	_ = o.env.opts.Store.Retry(ctx, id, at, why, false)
+func (o *outbox) retryLater(ctx context.Context, it Outbound, at time.Time, why string) {
+	_ = o.env.opts.Store.Retry(ctx, it.ID, at, why, false)
 	d := o.d
 	d.mu.Lock()
-	o.laterLocked(id, at)
+	o.laterLocked(it.ID, it.Location, at)
 	d.mu.Unlock()
 }
 
-// laterLocked records that item id is due at at; d.mu held.
-func (o *outbox) laterLocked(id int64, at time.Time) {
+// laterLocked records that item id of loc is due at at; d.mu held.
+func (o *outbox) laterLocked(id int64, loc string, at time.Time) {
 	d := o.d
 	if d.retryAt.IsZero() || at.Before(d.retryAt) {
 		d.retryAt = at
 	}
+	if l, ok := d.later[id]; ok {
+		l.at = at // a retry of a retry
+		d.later[id] = l
+		return
+	}
+	if len(d.later) >= maxDeferred {
+		return
+	}
 	if d.later == nil {
-		d.later = map[int64]time.Time{}
+		d.later, d.laterLocs = map[int64]laterItem{}, map[string]int{}
 	}
-	if len(d.later) < maxDeferred {
-		d.later[id] = at
-	}
+	d.later[id] = laterItem{at: at, loc: loc}
+	d.laterLocs[loc]++
 }
