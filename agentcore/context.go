@@ -289,7 +289,7 @@ type gitDirCache struct {
 func (c *gitDirCache) find(workspace string, now time.Time) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.workspace == workspace && !c.at.IsZero() && now.Sub(c.at) >= 0 && now.Sub(c.at) < gitDirCacheFor {
+	if age := now.Sub(c.at); c.workspace == workspace && age >= 0 && age < gitDirCacheFor {
 		return c.dir
 	}
 	c.workspace, c.dir, c.at = workspace, findGitDir(workspace), now

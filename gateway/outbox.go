@@ -512,7 +512,8 @@ func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 	complete := len(items) < limit
 	d.more = !complete
 	// The cursor moves past what the scan read (items after start) and
-	// stays below what it left, and below whatever was left meanwhile.
+	// stays below what it left (deferLocked below) and whatever was left
+	// meanwhile: both lowered d.lowered.
 	if len(items) > 0 {
 		last := items[len(items)-1].ID
 		cursor = max(cursor, last)
@@ -521,14 +522,12 @@ func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 			cursor = last
 		}
 	}
-	cursor = min(cursor, d.lowered)
 	handedAll := true
 	for _, loc := range order {
 		its := byLoc[loc]
 		if d.laterLocs[loc] > 0 {
 			// An item of it waits out its retry: the rest wait for it.
 			o.deferLocked(loc, its[0].ID)
-			cursor = min(cursor, its[0].ID-1)
 			continue
 		}
 		if q, busy := d.locs[loc]; busy {
@@ -544,14 +543,13 @@ func (o *outbox) deliverDue(ctx context.Context, limit int, fromStart bool) {
 		if !o.handLocked(loc, its) {
 			handedAll = false
 			o.deferLocked(loc, its[0].ID)
-			cursor = min(cursor, its[0].ID-1)
 			continue
 		}
 		if complete {
 			clear(loc)
 		}
 	}
-	d.from = cursor
+	d.from = min(cursor, d.lowered)
 	if complete && handedAll {
 		// Deferred locations the scan did not see have nothing due (a
 		// failed item waits for its retry time, as before).

@@ -214,11 +214,9 @@ type Outbound struct {
 type Outbox interface {
 	// EnqueueOutbound stores items and returns their ids, in order.
 	EnqueueOutbound(ctx context.Context, items ...Outbound) ([]int64, error)
-	// DueOutbound returns unsent items of the given channels (nil: any)
-	// whose NextAt has come, oldest first.
-	DueOutbound(ctx context.Context, channels []string, now time.Time, limit int) ([]Outbound, error)
-	// DueOutboundAfter is DueOutbound of the items whose id is above
-	// after (the outbox's scan cursor).
+	// DueOutboundAfter returns unsent items of the given channels (nil:
+	// any) whose NextAt has come and whose id is above after (the
+	// outbox's scan cursor), oldest first.
 	DueOutboundAfter(ctx context.Context, channels []string, now time.Time, after int64, limit int) ([]Outbound, error)
 	// OutboundItem returns one item.
 	OutboundItem(ctx context.Context, id int64) (Outbound, error)

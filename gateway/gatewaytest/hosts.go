@@ -63,11 +63,11 @@ func testOutboxByChannel(t *testing.T, s gateway.Store) {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(time.Hour)
-	due, err := s.DueOutbound(ctx, []string{"telegram"}, later, 0)
+	due, err := s.DueOutboundAfter(ctx, []string{"telegram"}, later, 0, 0)
 	if err != nil || len(due) != 1 || due[0].ID != ids[1] || due[0].UserID != "42" || due[0].Kind != gateway.OutboundEphemeral {
 		t.Fatalf("DueOutbound(telegram) = %+v, %v; want only the ephemeral item for user 42", due, err)
 	}
-	if due, _ := s.DueOutbound(ctx, nil, later, 0); len(due) != 2 {
+	if due, _ := s.DueOutboundAfter(ctx, nil, later, 0, 0); len(due) != 2 {
 		t.Errorf("DueOutbound(any) = %d items, want 2", len(due))
 	}
 }
@@ -211,7 +211,7 @@ func testDecideAndResume(t *testing.T, s gateway.Store) {
 	if rules, _ := at.AgentRules(ctx, "main"); !slices.Contains(rules, "Bash(git push:*)") {
 		t.Errorf("Always did not store its rule: %v", rules)
 	}
-	due, err := s.DueOutbound(ctx, nil, time.Now().Add(time.Hour), 0)
+	due, err := s.DueOutboundAfter(ctx, nil, time.Now().Add(time.Hour), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func mustEnqueueOutbound(t *testing.T, s gateway.Store, items ...gateway.Outboun
 
 func due(t *testing.T, s gateway.Store, now time.Time, limit int) []int64 {
 	t.Helper()
-	items, err := s.DueOutbound(t.Context(), nil, now, limit)
+	items, err := s.DueOutboundAfter(t.Context(), nil, now, 0, limit)
 	if err != nil {
 		t.Fatalf("DueOutbound: %v", err)
 	}
@@ -85,7 +85,7 @@ func testOutboxDue(t *testing.T, s gateway.Store) {
 	check(t, "due items just before the delayed one is due", due(t, s, later.Add(-time.Millisecond), 0), []int64{ids[0], ids[2], ids[3], more[0]})
 
 	// Round trip: NextAt and Created default to now, new items are unsent.
-	items, err := s.DueOutbound(ctx, nil, later, 0)
+	items, err := s.DueOutboundAfter(ctx, nil, later, 0, 0)
 	if err != nil {
 		t.Fatalf("DueOutbound: %v", err)
 	}
