@@ -115,6 +115,7 @@ func (o *outbox) run(ctx context.Context) {
 	d.seq++
 	d.flooded = d.seq
 	d.mu.Unlock()
+	o.holdWaiting(ctx)
 	defer func() {
 		d.mu.Lock()
 		d.ctx = nil
@@ -148,6 +149,26 @@ func (o *outbox) run(ctx context.Context) {
 			}
 			break
 		}
+	}
+}
+
+// holdWaiting holds the chats of the items an earlier process left waiting
+// out a retry or a rate limit (up to maxDeferred of them), as if this
+// process had scheduled them: a chat's next message does not overtake
+// one of them after a restart either.
+func (o *outbox) holdWaiting(ctx context.Context) {
+	items, err := o.env.opts.Store.WaitingOutbound(ctx, o.env.channels, o.env.now().UTC(), maxDeferred)
+	if err != nil {
+		if ctx.Err() == nil {
+			o.env.log.Error("read the outbox's waiting items", "err", err)
+		}
+		return
+	}
+	d := o.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, it := range items {
+		o.laterLocked(it.ID, it.Location, it.NextAt)
 	}
 }
 
@@ -237,8 +258,9 @@ type delivery struct {
 	from int64
 	// lowered is the lowest cursor lower set while a scan read the store.
 	lowered int64
-	// later are this process's items not due yet (a retry, a chat's rate
-	// limit) by id: the scan at their time reads from below them. Until
+	// later are the items not due yet (a retry, a chat's rate limit) by
+	// id: this process's, and at start those an earlier one left
+	// (holdWaiting). The scan at their time reads from below them. Until
 	// then their locations (laterLocs counts them) are held: a chat's
 	// next message does not overtake one that waits out a retry. At most
 	// maxDeferred; past that the periodic scan from the start finds them

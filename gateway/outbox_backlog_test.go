@@ -176,3 +176,60 @@ func TestRetryBelowTheCursorIsDelivered(t *testing.T) {
 		t.Fatalf("dm got %q; want the retried /help reply, then the /whoami reply, each once", mine)
 	}
 }
+
+// A reply that waits out a rate limit when the process stops still holds
+// its chat in the next process: the chat's next reply goes after it.
+func TestRetryWaitingAcrossARestartHoldsItsChat(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.chat.SetCapabilities(channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain}) // every reply an outbox send
+	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: 3 * time.Second})
+	h.send(inbound("first", "alice", "/help", dm))
+	eventually(t, "the first reply failed", func() bool {
+		for _, r := range h.chat.Records() {
+			if r.Op == channelstest.OpSend && r.Err != nil {
+				return true
+			}
+		}
+		return false
+	})
+	h.restart()
+	h.send(inbound("second", "alice", "/whoami", dm))
+	other := channels.Location{Channel: "chat", Account: "bot", ChatID: "dm-other"}
+	h.send(inbound("third", "alice", "/help", other))
+	eventually(t, "every reply delivered", func() bool {
+		n := 0
+		for _, r := range h.chat.Sent() {
+			if r.Location.ChatID == dm.ChatID {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	var mine []string
+	for _, r := range h.chat.Sent() {
+		if r.Location.ChatID == dm.ChatID {
+			mine = append(mine, r.Message.Markdown())
+		}
+	}
+	if len(mine) != 2 || !strings.HasPrefix(mine[0], "**Commands**") || !strings.HasPrefix(mine[1], "Unknown command /whoami") {
+		t.Fatalf("dm got %q; want the retried /help reply, then the /whoami reply, each once", mine)
+	}
+	// The other chat was not held by it: its reply went out before the
+	// retried one.
+	eventually(t, "the other chat's reply", func() bool {
+		for _, r := range h.chat.Sent() {
+			if r.Location.ChatID == other.ChatID {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range h.chat.Sent() {
+		if r.Location.ChatID == dm.ChatID {
+			t.Fatal("the retried reply went out before the other chat's: the hold was not the chat's alone")
+		}
+		if r.Location.ChatID == other.ChatID {
+			break
+		}
+	}
+}

@@ -218,6 +218,11 @@ type Outbox interface {
 	// any) whose NextAt has come and whose id is above after (the
 	// outbox's scan cursor), oldest first.
 	DueOutboundAfter(ctx context.Context, channels []string, now time.Time, after int64, limit int) ([]Outbound, error)
+	// WaitingOutbound returns unsent items of the given channels (nil:
+	// any) whose NextAt is after now, oldest first, with at least ID,
+	// Location and NextAt set (read when the outbox starts: their chats
+	// wait for them).
+	WaitingOutbound(ctx context.Context, channels []string, now time.Time, limit int) ([]Outbound, error)
 	// OutboundItem returns one item.
 	OutboundItem(ctx context.Context, id int64) (Outbound, error)
 	// OutboundSent reports whether an item is marked sent (the check

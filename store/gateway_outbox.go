@@ -135,6 +135,35 @@ func (db *DB) DueOutboundAfter(ctx context.Context, channels []string, t time.Ti
 	return out, nil
 }
 
+// WaitingOutbound returns the unsent items of channels (nil: any) whose
+// NextAt is after now (a retry, a chat's rate limit), oldest first, with
+// only their ID, Location and NextAt set; limit <= 0 means all. It runs
+// when an outbox starts, so the chats they belong to wait for them.
+func (db *DB) WaitingOutbound(ctx context.Context, channels []string, t time.Time, limit int) ([]gateway.Outbound, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, location, next_at FROM outbox
+		WHERE sent = 0 AND next_at > ?1
+		  AND (?3 IS NULL OR channel IN (SELECT value FROM json_each(?3)))
+		ORDER BY id LIMIT ?2`, nanos(t), limitArg(limit), channelsArg(channels))
+	if err != nil {
+		return nil, fmt.Errorf("waiting outbound items: %w", err)
+	}
+	defer rows.Close()
+	var out []gateway.Outbound
+	for rows.Next() {
+		var o gateway.Outbound
+		var next int64
+		if err := rows.Scan(&o.ID, &o.Location, &next); err != nil {
+			return nil, fmt.Errorf("waiting outbound items: %w", err)
+		}
+		o.NextAt = fromNanos(next)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("waiting outbound items: %w", err)
+	}
+	return out, nil
+}
+
 // OutboundItem returns one item, or an error wrapping gateway.ErrNotFound.
 func (db *DB) OutboundItem(ctx context.Context, id int64) (gateway.Outbound, error) {
 	o, err := scanOutbound(db.stmts.outboundItem.QueryRowContext(pointRead(ctx), id))

@@ -101,7 +101,11 @@ func main() {
 
 	modelURL := ""
 	if c.model == "proc" {
-		m, err := startModel(tmp)
+		prof := ""
+		if c.cpuprofile != "" {
+			prof = c.cpuprofile + "-model"
+		}
+		m, err := startModel(tmp, prof)
 		if err != nil {
 			log.Fatal(err)
 		}

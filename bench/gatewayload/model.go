@@ -19,15 +19,20 @@ type modelProc struct {
 	url string
 }
 
-// startModel builds the fake into dir and starts it.
-func startModel(dir string) (*modelProc, error) {
+// startModel builds the fake into dir and starts it; with a non-empty
+// cpuprofile it writes a CPU profile of its whole run there.
+func startModel(dir, cpuprofile string) (*modelProc, error) {
 	bin := filepath.Join(dir, "fakemodel-server")
 	build := exec.Command("go", "build", "-o", bin, "github.com/switchboard-gw/switchboard/bench/fakemodel-server")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("build the fake model (run inside the module): %w", err)
 	}
-	cmd := exec.Command(bin, "-mode", "load")
+	args := []string{"-mode", "load"}
+	if cpuprofile != "" {
+		args = append(args, "-cpuprofile", cpuprofile)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	// It dies with this process, however this one ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

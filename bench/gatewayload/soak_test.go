@@ -22,7 +22,7 @@ func TestSoak(t *testing.T) {
 	if err != nil || dur < 20*time.Second {
 		t.Fatalf("SWITCHBOARD_SOAK=%q: want a duration of at least 20s (e.g. 2m)", d)
 	}
-	m, err := startModel(t.TempDir())
+	m, err := startModel(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

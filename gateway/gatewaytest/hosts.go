@@ -70,6 +70,9 @@ func testOutboxByChannel(t *testing.T, s gateway.Store) {
 	if due, _ := s.DueOutboundAfter(ctx, nil, later, 0, 0); len(due) != 2 {
 		t.Errorf("DueOutbound(any) = %d items, want 2", len(due))
 	}
+	if waiting, err := s.WaitingOutbound(ctx, []string{"web"}, time.Now().Add(-time.Hour), 0); err != nil || len(waiting) != 1 || waiting[0].ID != ids[0] {
+		t.Errorf("WaitingOutbound(web) = %+v, %v; want only the web item", waiting, err)
+	}
 }
 
 func testClaimDedupe(t *testing.T, s gateway.Store) {

@@ -84,6 +84,16 @@ func testOutboxDue(t *testing.T, s gateway.Store) {
 	check(t, "due items once the delayed one is due", due(t, s, later, 0), []int64{ids[0], ids[1], ids[2], ids[3], more[0]})
 	check(t, "due items just before the delayed one is due", due(t, s, later.Add(-time.Millisecond), 0), []int64{ids[0], ids[2], ids[3], more[0]})
 
+	// WaitingOutbound: the unsent items not due yet, with their location
+	// and time.
+	waiting, err := s.WaitingOutbound(ctx, nil, now, 0)
+	if err != nil || len(waiting) != 1 || waiting[0].ID != ids[1] || waiting[0].Location != delayed.Location || !waiting[0].NextAt.Equal(later) {
+		t.Errorf("WaitingOutbound(now) = %+v, %v; want the delayed item %d at %v", waiting, err, ids[1], later)
+	}
+	if waiting, err := s.WaitingOutbound(ctx, nil, later, 0); err != nil || len(waiting) != 0 {
+		t.Errorf("WaitingOutbound once the delayed item is due = %+v, %v; want none", waiting, err)
+	}
+
 	// Round trip: NextAt and Created default to now, new items are unsent.
 	items, err := s.DueOutboundAfter(ctx, nil, later, 0, 0)
 	if err != nil {
