@@ -142,3 +142,10 @@ func (m *cpuMeter) per(turns int) string {
 	}
 	return s
 }
+
+// totalAlloc is the bytes the Go heap has allocated since the start.
+func totalAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
