@@ -40,7 +40,9 @@
 //   - outbox: a goroutine per location being delivered to (at most 64), the
 //     items handed to them (at most 4,096; past that they wait in the store
 //     for a scan) and the locations whose items wait for a scan (at most
-//     10,000; past that every item waits for one).
+//     10,000; past that every item waits for one), and the items not due yet
+//     that hold their chats (at most 10,000, read at start too: an earlier
+//     process's retries).
 //   - rate limits: none kept; an adapter's retry_after becomes the item's
 //     next attempt time in the store.
 //   - metrics: label values per channel, kind and stop reason.
