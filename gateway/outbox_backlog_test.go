@@ -131,17 +131,7 @@ func TestBacklogInTheStoreIsDeliveredWhole(t *testing.T) {
 // and its chat's next reply waits for it (it went first before).
 func TestRetryBelowTheCursorIsDelivered(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.chat.SetCapabilities(channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain}) // every reply an outbox send
-	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: 1500 * time.Millisecond})
-	h.send(inbound("first", "alice", "/help", dm))
-	eventually(t, "the first reply failed", func() bool {
-		for _, r := range h.chat.Records() {
-			if r.Op == channelstest.OpSend && r.Err != nil {
-				return true
-			}
-		}
-		return false
-	})
+	failHelpReply(t, h, 1500*time.Millisecond)
 	// Many replies elsewhere, delivered while the first waits: every scan
 	// reads past it.
 	const others = 300
@@ -181,17 +171,7 @@ func TestRetryBelowTheCursorIsDelivered(t *testing.T) {
 // its chat in the next process: the chat's next reply goes after it.
 func TestRetryWaitingAcrossARestartHoldsItsChat(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.chat.SetCapabilities(channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain}) // every reply an outbox send
-	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: 3 * time.Second})
-	h.send(inbound("first", "alice", "/help", dm))
-	eventually(t, "the first reply failed", func() bool {
-		for _, r := range h.chat.Records() {
-			if r.Op == channelstest.OpSend && r.Err != nil {
-				return true
-			}
-		}
-		return false
-	})
+	failHelpReply(t, h, 3*time.Second)
 	h.restart()
 	h.send(inbound("second", "alice", "/whoami", dm))
 	other := channels.Location{Channel: "chat", Account: "bot", ChatID: "dm-other"}
@@ -232,4 +212,21 @@ func TestRetryWaitingAcrossARestartHoldsItsChat(t *testing.T) {
 			break
 		}
 	}
+}
+
+// failHelpReply sends /help to dm and waits until its reply's first send
+// failed with a rate limit of retryAfter (every reply an outbox send).
+func failHelpReply(t *testing.T, h *harness, retryAfter time.Duration) {
+	t.Helper()
+	h.chat.SetCapabilities(channels.Capabilities{MaxMessageLen: 4000, Buttons: true, Dialect: channels.Plain})
+	h.chat.FailSends(1, &channels.RateLimitError{RetryAfter: retryAfter})
+	h.send(inbound("first", "alice", "/help", dm))
+	eventually(t, "the first reply failed", func() bool {
+		for _, r := range h.chat.Records() {
+			if r.Op == channelstest.OpSend && r.Err != nil {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -131,7 +131,7 @@ func phaseIdle(dir, modelURL string, c config) error {
 		freed := sampleMem()
 		n := (round + 1) * c.idle
 		fmt.Printf("  %6d idle, %v later: %s\n", n, c.idleWait, idle[round])
-		fmt.Printf("                  allocated while idle: %.1f KiB/s (what grows the heap back to its goal after a collection)\n", float64(idleAlloc)/1024/c.idleWait.Seconds())
+		fmt.Printf("                  allocated while idle: %.1f KiB/s (the idle gateway's churn)\n", float64(idleAlloc)/1024/c.idleWait.Seconds())
 		fmt.Printf("                  freed: %s   (after debug.FreeOSMemory: what the runtime returns in time)\n", freed)
 		fmt.Printf("      %s\n", memDetail())
 		fmt.Printf("    %d turns in %v (%.0f turns/s); %s\n", c.idle, wall.Round(time.Millisecond), float64(c.idle)/wall.Seconds(), cpu.per(c.idle))
