@@ -81,6 +81,8 @@ func phaseIdle(dir, modelURL string, c config) error {
 		return err
 	}
 	fresh := settle(0)
+	// The baseline for the idle-held profile (go tool pprof -base).
+	writeHeapProfile(c.memprofile, "idle-fresh")
 	fmt.Printf("\nphase idle: conversations that get one message each and go idle (%d in flight)\n", c.parallel)
 	fmt.Printf("  fresh start:        %s\n", fresh)
 	fmt.Printf("      %s\n", memDetail())
