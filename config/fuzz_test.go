@@ -54,6 +54,11 @@ func FuzzParse(f *testing.F) {
 		// Names and enum values are printed unmasked; they are bare keys,
 		// so only secrets with other characters can be checked reliably.
 		for _, s := range cfg.Secrets() {
+			// A secret made of the mask and its quotes ("'***") is in every
+			// masked value as written; it cannot be told from the mask.
+			if strings.Contains(`"`+masked+`"`, s) || strings.Contains(`'`+masked+`'`, s) {
+				continue
+			}
 			if len(s) >= 4 && !isBareKey(s) && strings.Contains(out.String(), s) {
 				t.Fatalf("WriteMasked reveals %q", s)
 			}
