@@ -81,11 +81,12 @@ func phaseIdle(dir, modelURL string, c config) error {
 		return err
 	}
 	fresh := settle(0)
-	// The baseline for the idle-held profile (go tool pprof -base).
-	writeHeapProfile(c.memprofile, "idle-fresh")
 	fmt.Printf("\nphase idle: conversations that get one message each and go idle (%d in flight)\n", c.parallel)
 	fmt.Printf("  fresh start:        %s\n", fresh)
 	fmt.Printf("      %s\n", memDetail())
+	// The baseline for the idle-held profile (go tool pprof -base); after
+	// the detail above, whose figures its GC would otherwise change.
+	writeHeapProfile(c.memprofile, "idle-fresh")
 	// Warm: a few hundred turns grow the pools that stay (sqlite's page
 	// caches and statements per connection, the runtime's stacks and GC
 	// metadata) to their working size.
