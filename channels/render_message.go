@@ -120,3 +120,85 @@ func EscapeMarkdown(s string) string {
 	}
 	return b.String()
 }
+
+// CodeSpan returns s as a Markdown code span that Render shows verbatim:
+// the fence is one backtick longer than the longest run of backticks in s,
+// and a space pads each side when s starts or ends with a backtick or a
+// space (CommonMark strips one from each side). Line breaks become spaces
+// (a code span shows them so anyway), so no line of s can start a block. An
+// empty s gives "".
+func CodeSpan(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if s == "" {
+		return ""
+	}
+	fence := strings.Repeat("`", longestBackticks(s)+1)
+	if s[0] == '`' || s[len(s)-1] == '`' || (s[0] == ' ' && s[len(s)-1] == ' ' && strings.Trim(s, " ") != "") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// QuotedMarkdown puts plain text that quotes code in backticks (the reasons
+// of the permission policy: "`rm -rf x` is not covered by an allow rule")
+// into Markdown: each quoted part becomes a CodeSpan, the rest is escaped.
+// A quote opens at a backtick at the start or after a space or "(", and
+// closes at the next backtick that ends the text or comes before a space or
+// one of ":),.;". The quoted parts may hold backticks of their own (they
+// are a model's commands), so the split may fall elsewhere than meant, but
+// every piece is escaped text or a code span: nothing in s becomes a link
+// or markup. Line breaks become spaces and leading blanks go, so the result
+// is one line of inline Markdown wherever it is put.
+func QuotedMarkdown(s string) string {
+	s = strings.TrimLeft(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s), " \t")
+	var b strings.Builder
+	for {
+		open := -1
+		for i := 0; i < len(s); i++ {
+			if s[i] == '`' && (i == 0 || s[i-1] == ' ' || s[i-1] == '(') {
+				open = i
+				break
+			}
+		}
+		if open < 0 {
+			break
+		}
+		end := -1
+		for j := open + 2; j < len(s); j++ {
+			if s[j] == '`' && (j == len(s)-1 || strings.IndexByte(" :),.;", s[j+1]) >= 0) {
+				end = j
+				break
+			}
+		}
+		if end < 0 {
+			break
+		}
+		b.WriteString(EscapeMarkdown(s[:open]))
+		b.WriteString(CodeSpan(s[open+1 : end]))
+		s = s[end+1:]
+	}
+	b.WriteString(EscapeMarkdown(s))
+	return b.String()
+}
+
+// CodeBlock returns s as a fenced Markdown code block, with lang as its
+// info string, that Render shows verbatim: the fence is longer than any run
+// of backticks in s, so no line of s can close it.
+func CodeBlock(s, lang string) string {
+	fence := strings.Repeat("`", max(3, longestBackticks(s)+1))
+	return fence + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + fence
+}
+
+// longestBackticks returns the length of the longest run of backticks in s.
+func longestBackticks(s string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}

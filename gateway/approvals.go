@@ -346,15 +346,17 @@ func approvalText(ap agentcore.Approval) string {
 	} else {
 		fmt.Fprintf(&b, "🔐 **Approval needed** — agent **%s** wants to run:\n", channels.EscapeMarkdown(ap.AgentID))
 	}
-	fmt.Fprintf(&b, "```\n%s\n```\n", strings.ReplaceAll(clipString(ap.Summary, 1500), "```", "'''"))
+	// What will run is shown verbatim: the model chose it, so nothing in it
+	// may close its code or become markup.
+	fmt.Fprintf(&b, "%s\n", channels.CodeBlock(clipString(ap.Summary, 1500), ""))
 	if ap.Diff != "" {
-		fmt.Fprintf(&b, "```diff\n%s\n```\n", strings.ReplaceAll(clipString(ap.Diff, 1500), "```", "'''"))
+		fmt.Fprintf(&b, "%s\n", channels.CodeBlock(clipString(ap.Diff, 1500), "diff"))
 	}
 	if ap.Reason != "" {
-		fmt.Fprintf(&b, "Why it asks: %s\n", channels.EscapeMarkdown(ap.Reason))
+		fmt.Fprintf(&b, "Why it asks: %s\n", channels.QuotedMarkdown(ap.Reason))
 	}
 	if ap.Workdir != "" {
-		fmt.Fprintf(&b, "In: `%s`\n", ap.Workdir)
+		fmt.Fprintf(&b, "In: %s\n", channels.CodeSpan(ap.Workdir))
 	}
 	if ap.Requester != "" {
 		fmt.Fprintf(&b, "Requested by %s · ", channels.EscapeMarkdown(ap.Requester))
@@ -376,13 +378,13 @@ func decisionText(ap agentcore.Approval) string {
 	case agentcore.ApprovalAllowed:
 		verb = "✅ Approved"
 	case agentcore.ApprovalAlways:
-		verb = "✅ Approved always (" + ap.Rule + ")"
+		verb = "✅ Approved always (" + channels.CodeSpan(ap.Rule) + ")"
 	case agentcore.ApprovalExpired:
 		verb = "⌛ Expired"
 	default:
 		verb = "⛔ Denied"
 	}
-	s := fmt.Sprintf("%s: `%s`", verb, strings.ReplaceAll(clipString(ap.Summary, 300), "`", "'"))
+	s := verb + ": " + channels.CodeSpan(clipString(ap.Summary, 300))
 	if ap.DecidedBy != "" && ap.State != agentcore.ApprovalExpired {
 		s += " — by " + channels.EscapeMarkdown(ap.DecidedBy)
 	}
