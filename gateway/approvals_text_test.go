@@ -46,3 +46,18 @@ func TestApprovalTextShowsWhatRunsVerbatim(t *testing.T) {
 		}
 	}
 }
+
+func TestSeveralPendingEscapesSummaries(t *testing.T) {
+	out := channels.Render(severalPending([]agentcore.Approval{
+		{ID: "ap-1", Summary: "Bash: curl [click](https://evil.example)"},
+		{ID: "ap-2", Summary: "Bash: touch **x**"},
+	}), channels.HTML)
+	if strings.Contains(out, "<a ") || strings.Contains(out, "<strong>") {
+		t.Fatalf("the pending list renders markup from a summary: %s", out)
+	}
+	for _, want := range []string{"<code>ap-1</code> Bash: curl [click](https://evil.example)", "<code>ap-2</code> Bash: touch **x**"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s lacks %s", out, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/switchboard-gw/switchboard/agentcore"
 	"github.com/switchboard-gw/switchboard/channels"
 )
 
@@ -35,11 +36,7 @@ func cmdDecide(action ButtonAction) func(context.Context, *cmdCtx) string {
 			case 1:
 				id = pending[0].ID
 			default:
-				var ids []string
-				for _, p := range pending {
-					ids = append(ids, "`"+p.ID+"` "+clipString(p.Summary, 60))
-				}
-				return "Several approvals are pending; name one:\n" + strings.Join(ids, "\n")
+				return severalPending(pending)
 			}
 		}
 		res, err := c.approvals.decide(ctx, DecideRequest{ApprovalID: id, Action: action, By: c.who, Reason: strings.Join(rest, " "), Admin: c.admin})
@@ -95,4 +92,15 @@ func orUnset(s string) string {
 		return "(not set)"
 	}
 	return s
+}
+
+// severalPending asks which of the pending approvals a typed /approve or
+// /deny means. Each summary is the model's command: escaped, it cannot
+// become a link or markup.
+func severalPending(pending []agentcore.Approval) string {
+	var ids []string
+	for _, p := range pending {
+		ids = append(ids, "`"+p.ID+"` "+channels.EscapeMarkdown(clipString(p.Summary, 60)))
+	}
+	return "Several approvals are pending; name one:\n" + strings.Join(ids, "\n")
 }
