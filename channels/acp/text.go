@@ -40,20 +40,6 @@ func imageExt(mime string) string {
 
 func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
 
-// fenceFor is a backtick fence longer than any backtick run in text.
-func fenceFor(text string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(text); i++ {
-		if text[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
-}
-
 func titleOr(t, def string) string {
 	if strings.TrimSpace(t) == "" {
 		return def

@@ -123,8 +123,7 @@ func resourceText(uri, text string) string {
 		}
 		text, note = text[:cut], fmt.Sprintf("\n[cut: the rest of %s is not shown]", uriPath(uri))
 	}
-	fence := fenceFor(text)
-	return fmt.Sprintf("Contents of %s:\n%s\n%s\n%s%s", uriPath(uri), fence, strings.TrimRight(text, "\n"), fence, note)
+	return fmt.Sprintf("Contents of %s:\n%s%s", uriPath(uri), channels.CodeBlock(text, ""), note)
 }
 
 // v1State is what a session's updates remember: tool calls already
@@ -239,8 +238,7 @@ func (st *v1State) tool(t channels.ToolActivity, raw any) []sdk.SessionUpdate {
 	}
 	if status == sdk.ToolCallStatusCompleted || status == sdk.ToolCallStatusFailed {
 		if out := strings.TrimRight(t.Output, "\n"); out != "" {
-			f := fenceFor(out)
-			content = append(content, sdk.ToolContent(sdk.TextBlock(f+"\n"+out+"\n"+f)))
+			content = append(content, sdk.ToolContent(sdk.TextBlock(channels.CodeBlock(out, ""))))
 		}
 	}
 	var locs []sdk.ToolCallLocation
