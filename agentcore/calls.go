@@ -246,7 +246,7 @@ func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Resu
 		ToolName:       c.Name,
 		Arguments:      c.Arguments,
 		Summary:        t.a.deps.Env.Redactor.Redact(summarizeCall(c.Name, args)),
-		Reason:         dec.Reason,
+		Reason:         t.a.deps.Env.Redactor.Redact(dec.Reason), // it quotes the command
 		Rule:           dec.Suggest,
 		Workdir:        t.a.deps.Env.Workspace,
 		Requester:      t.in.Requester,
@@ -255,6 +255,11 @@ func (t *turn) newApproval(c ToolCall, args json.RawMessage, dec permission.Resu
 		State:          ApprovalPending,
 		Created:        now,
 		Expires:        now.Add(t.a.cfg.ApprovalTimeout),
+	}
+	if t.a.deps.Env.Redactor.Contains(ap.Rule) {
+		// An Always rule spells the command's words: it would show the
+		// secret on its button and keep it in the agent's rules.
+		ap.Rule = ""
 	}
 	if t.task != nil {
 		ap.TaskID, ap.TaskType = t.task.ID, t.task.Type

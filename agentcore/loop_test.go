@@ -808,3 +808,36 @@ func TestSettledAskAnnouncedAgainAfterACrash(t *testing.T) {
 	}
 	agentcoretest.CheckTranscript(t, w.messages(conv), false)
 }
+
+// An approval of a command that holds a secret shows none of it: not in
+// its summary, not in the reason that quotes the command, and it offers no
+// Always rule (which would spell the secret on its button and keep it).
+func TestApprovalHidesSecretsInItsCommand(t *testing.T) {
+	w := newWorld(t)
+	const secret = "tok-3f9a7c21d44e"
+	w.red.Add(secret)
+	ag := w.agent(agentOpts{})
+	conv := w.conversation(ag)
+	var ev events
+	w.model.Push(bashCall("call_1", "touch "+secret))
+	res := turn(t, ag, conv, userInput("make it"), &ev)
+	if res.StopReason != agentcore.StopRequiresApproval || len(res.Pending) != 1 {
+		t.Fatalf("turn ended %s with %d pending (%s)", res.StopReason, len(res.Pending), res.Error)
+	}
+	pending, err := w.db.PendingApprovals(context.Background(), conv)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending = %v, %v", pending, err)
+	}
+	shown := []agentcore.Approval{pending[0]}
+	for _, e := range ev.ofType(agentcore.EventApprovalRequest) {
+		shown = append(shown, *e.Approval)
+	}
+	for _, ap := range shown {
+		if strings.Contains(ap.Summary+ap.Reason+ap.Rule, secret) {
+			t.Errorf("approval shows the secret: summary %q reason %q rule %q", ap.Summary, ap.Reason, ap.Rule)
+		}
+		if ap.Rule != "" || !strings.Contains(ap.Reason, sandbox.Redacted) {
+			t.Errorf("approval rule %q reason %q: want no rule and the reason redacted", ap.Rule, ap.Reason)
+		}
+	}
+}
