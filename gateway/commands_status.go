@@ -54,7 +54,7 @@ func cmdStatus(ctx context.Context, c *cmdCtx) string {
 	}
 	cfg := ag.Config()
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "**Agent** %s · **model** %s · **mode** %s\n", ag.ID(), orUnset(cfg.Model), cfg.Policy.Mode)
+	fmt.Fprintf(&sb, "**Agent** %s · **model** %s · **mode** %s\n", ag.ID(), channels.EscapeMarkdown(orUnset(cfg.Model)), cfg.Policy.Mode)
 	if p := c.env.opts.ModelProblem; p != "" {
 		fmt.Fprintf(&sb, "⚠ %s\n", p)
 	}

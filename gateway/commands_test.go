@@ -103,3 +103,13 @@ func TestCommandRefusalRetryAnsweredOnce(t *testing.T) {
 		t.Errorf("a refused admin command retried three times was answered %d times, want 1:%s", n, channelstest.Summary(recs))
 	}
 }
+
+// /status shows the model an admin set as text: a model name cannot put a
+// link into the status everyone in the chat reads.
+func TestStatusEscapesTheModel(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.send(inbound("m1", "admin", "/model [x](https://evil.example)", dm))
+	waitText(t, h.chat, "is now")
+	h.send(inbound("s1", "alice", "/status", dm))
+	waitText(t, h.chat, "model [x](https://evil.example) · mode")
+}
