@@ -128,7 +128,7 @@ func EscapeMarkdown(s string) string {
 // (a code span shows them so anyway), so no line of s can start a block. An
 // empty s gives "".
 func CodeSpan(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	s = breaksToSpaces(s)
 	if s == "" {
 		return ""
 	}
@@ -150,7 +150,7 @@ func CodeSpan(s string) string {
 // or markup. Line breaks become spaces and leading blanks go, so the result
 // is one line of inline Markdown wherever it is put.
 func QuotedMarkdown(s string) string {
-	s = strings.TrimLeft(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s), " \t")
+	s = strings.TrimLeft(breaksToSpaces(s), " \t")
 	var b strings.Builder
 	for {
 		open := -1
@@ -201,4 +201,13 @@ func longestBackticks(s string) int {
 		}
 	}
 	return longest
+}
+
+// breaksToSpaces replaces each line ending in s (CRLF, LF or CR) with one
+// space, leaving every other character as it is.
+func breaksToSpaces(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
